@@ -1,0 +1,3 @@
+from torchcode.cli import main
+
+main()

@@ -1,0 +1,49 @@
+"""The exceptions torchcode raises for problems a user can fix.
+
+The CLI turns every ``TorchcodeError`` into one message and exit code 2 at a single
+boundary (``torchcode.cli``); anything else is a bug and keeps its traceback.
+A wrong *submission* is never an error: it is a verdict (see ``torchcode.grader.result``).
+"""
+
+from __future__ import annotations
+
+
+class TorchcodeError(Exception):
+    """Base class: ``str(err)`` is a complete message for the user."""
+
+    exit_code = 2
+
+
+class ProblemNotFound(TorchcodeError):
+    def __init__(self, problem_id: str, known: list[str]):
+        import difflib
+
+        close = difflib.get_close_matches(problem_id, known, n=3)
+        msg = f"no problem named '{problem_id}'."
+        if close:
+            msg += " Did you mean: " + ", ".join(close) + "?"
+        else:
+            msg += " Run `torchcode list` to see them all."
+        super().__init__(msg)
+        self.problem_id = problem_id
+
+
+class SpecError(TorchcodeError):
+    """A problem folder is malformed: names the file, the field and the fix."""
+
+    def __init__(self, path, field: str | None, problem: str, fix: str = ""):
+        where = f"{path}" + (f": field '{field}'" if field else "")
+        msg = f"invalid problem spec {where}: {problem}"
+        if fix:
+            msg += f". Fix: {fix}"
+        super().__init__(msg)
+        self.path = path
+        self.field = field
+
+
+class UsageError(TorchcodeError):
+    """Bad arguments, a missing file, nothing started here, and the like."""
+
+
+class StoreError(TorchcodeError):
+    """The progress store cannot be used (read-only, locked, ...)."""

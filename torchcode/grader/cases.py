@@ -1,0 +1,175 @@
+"""The case API for problem authors: everything a ``problems/<id>/cases.py`` needs.
+
+A hidden case is a function decorated with ``@case`` that receives a seeded ``Rng``
+and returns a ``Case``: optional constructor arguments (module problems), a list of
+``Call``s made in order on one learner object, and optional property ``checks``::
+
+    from torchcode.grader.cases import Call, Case, Same, Out, case
+
+    @case(targets="the 1/sqrt(d_k) scale")
+    def wide_head(rng):
+        Q, K, V = rng.randn(2, 5, 64), rng.randn(2, 7, 64), rng.randn(2, 7, 32)
+        return Case(steps=[Call(Q, K, V)])
+
+The grader runs every call on the learner's code (in the sandbox) and on the
+reference (float64 for the expected values, float32 for the tolerance), then
+compares outputs and gradients, and evaluates ``checks`` on the learner's own
+outputs. Authors never touch the grader. See docs/authoring.md.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+
+class Rng:
+    """Seeded input factory. Every tensor is float32 unless a dtype is given."""
+
+    def __init__(self, seed: int):
+        self.seed = seed
+        self.gen = torch.Generator().manual_seed(seed)
+
+    def randn(self, *shape: int, scale: float = 1.0, dtype=torch.float32) -> torch.Tensor:
+        return torch.randn(*shape, generator=self.gen, dtype=torch.float64).mul_(scale).to(dtype)
+
+    def uniform(self, *shape: int, low: float = 0.0, high: float = 1.0, dtype=torch.float32) -> torch.Tensor:
+        return (torch.rand(*shape, generator=self.gen, dtype=torch.float64) * (high - low) + low).to(dtype)
+
+    def randint(self, low: int, high: int, shape: tuple[int, ...] = ()) -> torch.Tensor:
+        return torch.randint(low, high, shape, generator=self.gen)
+
+    def integer(self, low: int, high: int) -> int:
+        """A Python int in [low, high]."""
+        return int(torch.randint(low, high + 1, (), generator=self.gen))
+
+    def bernoulli(self, *shape: int, p: float = 0.5) -> torch.Tensor:
+        return torch.rand(*shape, generator=self.gen) < p
+
+
+@dataclass(frozen=True)
+class Prev:
+    """The learner's own output of an earlier call: ``Prev(0, 1)`` is item 1 of call 0's result."""
+
+    step: int
+    path: tuple[int, ...] = ()
+
+    def __init__(self, step: int, *path: int):
+        object.__setattr__(self, "step", step)
+        object.__setattr__(self, "path", tuple(path))
+
+
+@dataclass
+class Config:
+    """Keyword fields that reach the constructor as an attribute object (``config.hidden_size``)."""
+
+    fields: dict
+
+    def __init__(self, **fields: Any):
+        self.fields = fields
+
+
+@dataclass
+class Call:
+    """One call of the learner's function (or module): ``Call(*args, **kwargs)``."""
+
+    args: tuple
+    kwargs: dict
+    ignore: dict = field(default_factory=dict)  # output path -> bool mask of elements not graded
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        self.args, self.kwargs, self.ignore = args, kwargs, {}
+
+    def ungraded(self, mask: torch.Tensor, *path: int) -> "Call":
+        """Leave out the elements where ``mask`` is True (broadcast to the output at ``path``)."""
+        self.ignore[tuple(path)] = mask
+        return self
+
+
+class Out:
+    """A learner output inside a property check: ``Out(step, *path)[..., :t]``."""
+
+    def __init__(self, step: int, *path: int, index: tuple = ()):
+        self.step, self.path, self.index = step, tuple(path), index
+
+    def __getitem__(self, index) -> "Out":
+        index = index if isinstance(index, tuple) else (index,)
+        return Out(self.step, *self.path, index=self.index + (index,))
+
+    def resolve(self, outputs: list[dict]) -> torch.Tensor:
+        t = outputs[self.step][self.path]
+        for idx in self.index:
+            t = t[idx]
+        return t
+
+    def __repr__(self):
+        return f"Out({self.step}, {', '.join(map(str, self.path))})"
+
+
+@dataclass
+class Cat:
+    """Several learner outputs concatenated along ``dim`` (e.g. chunked results vs one full call)."""
+
+    parts: list[Out]
+    dim: int
+
+    def resolve(self, outputs: list[dict]) -> torch.Tensor:
+        return torch.cat([p.resolve(outputs) for p in self.parts], dim=self.dim)
+
+
+@dataclass
+class Same:
+    """A property: two views of the learner's outputs must agree; ``because`` says what it means if not."""
+
+    a: Out | Cat
+    b: Out | Cat
+    because: str
+
+
+@dataclass
+class Case:
+    steps: list[Call]
+    init: dict | None = None  # module constructor keyword arguments
+    checks: list[Same] = field(default_factory=list)
+    grad: bool = True  # also grade gradients w.r.t. float inputs and parameters
+    max_intermediate: int | None = None  # no tensor made during a call may hold this many elements
+    intermediate_hint: str = ""  # what such a tensor is, e.g. "the full S x S score matrix"
+    train: bool = False  # module mode during the calls
+    name: str = ""
+    targets: str = ""
+
+
+@dataclass
+class CaseDef:
+    name: str
+    targets: str
+    build: Callable[[Rng], Case]
+
+    def make(self, seed: int) -> Case:
+        rng = Rng(case_seed(seed, self.name))
+        c = self.build(rng)
+        if not isinstance(c, Case):
+            raise TypeError(f"case '{self.name}' must return a Case, got {type(c).__name__}")
+        c.name, c.targets = self.name, c.targets or self.targets
+        return c
+
+
+def case_seed(seed: int, name: str) -> int:
+    return (seed * 1_000_003 + zlib.crc32(name.encode())) % (2**62)
+
+
+def case(fn: Callable | None = None, *, targets: str = ""):
+    """Mark a function of ``cases.py`` as a hidden case; cases run in definition order."""
+
+    def mark(f: Callable) -> Callable:
+        f.__torchcode_case__ = CaseDef(f.__name__, targets or (f.__doc__ or "").strip(), f)
+        return f
+
+    return mark(fn) if fn is not None else mark
+
+
+def collect(namespace: dict) -> list[CaseDef]:
+    return [v.__torchcode_case__ for v in namespace.values() if hasattr(v, "__torchcode_case__")]

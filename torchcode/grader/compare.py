@@ -1,0 +1,57 @@
+"""Numeric comparison with dtype-aware tolerances.
+
+The expected value ``gold`` is the reference kernel run in float64 on the same
+inputs. The reference run in the grading dtype (``ref``) measures how far an honest
+implementation in that dtype lands from gold. A learner tensor passes when
+
+    max |got - gold|  <=  factor * max |ref - gold|  +  floor * max |gold|
+
+(PyTorch's SDPA tests and FlashAttention's tests use this shape of rule; see
+docs/grading.md). The floor is relative to the tensor's own scale, so returning
+zeros can never pass, and it covers the rounding noise of a different but correct
+order of operations.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from torchcode.grader.result import Mismatch
+
+
+def compare(what: str, got: torch.Tensor, gold: torch.Tensor, ref: torch.Tensor, *,
+            factor: float, floor: float, ignore: torch.Tensor | None = None) -> Mismatch | None:
+    """None when ``got`` is close enough to ``gold``; else where and how badly it differs."""
+    got64, gold64, ref64 = got.detach().double(), gold.detach().double(), ref.detach().double()
+    keep = torch.ones_like(gold64, dtype=torch.bool)
+    if ignore is not None:
+        keep = ~ignore.to(torch.bool).expand_as(gold64)
+    finite_gold = torch.isfinite(gold64)
+    keep = keep & finite_gold
+    zero = torch.zeros((), dtype=torch.float64)
+    scale = torch.where(keep, gold64.abs(), zero).max().item() if gold64.numel() else 0.0
+    ref_err = torch.where(keep, (ref64 - gold64).abs().nan_to_num(nan=0.0), zero).max().item() if gold64.numel() else 0.0
+    allowed = factor * ref_err + floor * scale + 1e-12
+    diff = (got64 - gold64).abs()
+    diff = torch.where(torch.isfinite(got64), diff, torch.full_like(diff, float("inf")))
+    diff = torch.where(keep, diff, zero)
+    if gold64.numel() == 0:
+        return None
+    worst = diff.max().item()
+    if worst <= allowed:
+        return None
+    flat = int(torch.argmax(torch.where(torch.isinf(diff), torch.full_like(diff, 1e308), diff)))
+    index = list(torch.unravel_index(torch.tensor(flat), gold64.shape)) if gold64.dim() else []
+    index = [int(i) for i in index]
+    expected, value = gold64.reshape(-1)[flat].item(), got64.reshape(-1)[flat].item()
+    rel = (diff / (gold64.abs() + 1e-12 + floor * scale))
+    return Mismatch(
+        what=what, shape=list(gold64.shape), max_abs_err=worst,
+        max_rel_err=torch.where(keep, rel, zero).max().item(), index=index,
+        expected=expected, got=value, allowed=allowed,
+        bad=int((diff > allowed).sum()), total=int(keep.sum()),
+    )
+
+
+def property_error(a: torch.Tensor, b: torch.Tensor) -> float:
+    return (a.detach().double() - b.detach().double()).abs().max().item() if a.numel() else 0.0

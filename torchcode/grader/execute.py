@@ -1,0 +1,176 @@
+"""Run one case program on an entry point: construct, load weights, call in order, backprop.
+
+The same code runs the learner's entry point (inside the worker, under guards) and
+the reference kernel (in the trusted process), so both see exactly the same calls.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import types
+from dataclasses import dataclass, field
+
+import torch
+
+from torchcode.grader.protocol import NamespaceValue, PrevRef
+
+Path = tuple[int, ...]
+
+
+class InterfaceProblem(Exception):
+    """The learner's module does not match the contract (parameter names/shapes)."""
+
+
+@dataclass
+class Program:
+    """A decoded case: what to construct and call. Tensors are already in the grading dtype."""
+
+    init: dict | None
+    state: dict[str, torch.Tensor]
+    steps: list[tuple[tuple, dict]]
+    grad: bool
+    train: bool = False
+    cotangents: dict[tuple[int, Path], torch.Tensor] = field(default_factory=dict)
+
+
+@dataclass
+class Stage:
+    """Where execution is, for error messages: 'in __init__', 'in call 2', ..."""
+
+    name: str = "in __init__"
+
+
+@dataclass
+class Execution:
+    outputs: list = field(default_factory=list)  # raw return value of each call
+    input_grads: dict[int, torch.Tensor | None] = field(default_factory=dict)  # input tensor order -> grad
+    param_grads: dict[str, torch.Tensor | None] = field(default_factory=dict)
+
+
+def materialize(v):
+    """Turn decoded Config values into attribute objects."""
+    if isinstance(v, NamespaceValue):
+        return types.SimpleNamespace(**{k: materialize(x) for k, x in v.items()})
+    if isinstance(v, tuple) and not isinstance(v, PrevRef):
+        return tuple(materialize(x) for x in v)
+    return v
+
+
+def get_path(obj, path: Path):
+    for i in path:
+        obj = obj[i]
+    return obj
+
+
+def flatten(obj, path: Path = ()) -> dict[Path, object]:
+    """Leaves of a returned value by path: tensors, None, or other objects."""
+    if isinstance(obj, (tuple, list)):
+        out = {}
+        for i, x in enumerate(obj):
+            out.update(flatten(x, path + (i,)))
+        if not obj:
+            out[path] = ()
+        return out
+    return {path: obj}
+
+
+def check_parameters(module: torch.nn.Module, state: dict[str, torch.Tensor]) -> None:
+    got = {n: tuple(p.shape) for n, p in module.named_parameters()}
+    want = {n: tuple(t.shape) for n, t in state.items()}
+    missing = [n for n in want if n not in got]
+    extra = [n for n in got if n not in want]
+    wrong = [f"{n} is {list(got[n])}, expected {list(want[n])}" for n in want if n in got and got[n] != want[n]]
+    problems = []
+    if missing:
+        problems.append("missing parameters: " + ", ".join(missing))
+    if extra:
+        problems.append("unexpected parameters: " + ", ".join(extra))
+    if wrong:
+        problems.append("wrong shapes: " + "; ".join(wrong))
+    if problems:
+        raise InterfaceProblem("; ".join(problems) + ". The parameter names and shapes are part of the problem's contract.")
+
+
+def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=None, dtype=None,
+        make_cotangent=None) -> Execution:
+    """Execute ``prog`` on ``entry`` (a function, or a module class).
+
+    ``guard_factory()`` returns a context manager wrapped around construction and each
+    call (the worker passes its guards; the reference runs unguarded).
+    ``make_cotangent(step, path, out)`` (trusted side only) creates the random output
+    gradients; they are stored in ``prog.cotangents`` for the other runs to reuse.
+    """
+    guard = guard_factory or contextlib.nullcontext
+    ex = Execution()
+    leaves: list[torch.Tensor] = []
+
+    def leaf(t: torch.Tensor) -> torch.Tensor:
+        t = t.clone()
+        if prog.grad and t.is_floating_point():
+            t.requires_grad_(True)
+        leaves.append(t)
+        return t
+
+    def resolve(v):
+        if isinstance(v, PrevRef):
+            step, path = v
+            return get_path(ex.outputs[step], path)
+        if isinstance(v, torch.Tensor):
+            return leaf(v)
+        if isinstance(v, tuple):
+            return tuple(resolve(x) for x in v)
+        return materialize(v)
+
+    module = None
+    if is_module:
+        stage.name = "in __init__"
+        init = {k: materialize(v) for k, v in (prog.init or {}).items()}
+        with guard() as g:
+            module = entry(**init)
+            if hasattr(g, "check_modules"):
+                g.check_modules(module)
+        if not isinstance(module, torch.nn.Module):
+            raise InterfaceProblem(f"constructing it returned a {type(module).__name__}, not an nn.Module")
+        check_parameters(module, prog.state)
+        if dtype is not None:
+            module.to(dtype)
+        with torch.no_grad():
+            params = dict(module.named_parameters())
+            for name, value in prog.state.items():
+                params[name].copy_(value)
+        module.train(prog.train)
+        target = module
+    else:
+        target = entry
+
+    for i, (args, kwargs) in enumerate(prog.steps):
+        stage.name = f"in call {i + 1}"
+        a = tuple(resolve(x) for x in args)
+        kw = {k: resolve(x) for k, x in kwargs.items()}
+        with guard():
+            ex.outputs.append(target(*a, **kw))
+
+    if prog.grad:
+        stage.name = "in backward (while computing gradients)"
+        if make_cotangent is not None:
+            for step, out in enumerate(ex.outputs):
+                for path, t in flatten(out).items():
+                    if isinstance(t, torch.Tensor) and t.is_floating_point() and t.requires_grad:
+                        prog.cotangents[(step, path)] = make_cotangent(step, path, t)
+        loss = None
+        for (step, path), cot in prog.cotangents.items():
+            try:
+                out = get_path(ex.outputs[step], path)
+            except (IndexError, KeyError, TypeError):
+                continue
+            if isinstance(out, torch.Tensor) and out.shape == cot.shape and out.requires_grad:
+                term = (out * cot.to(out.dtype)).sum()
+                loss = term if loss is None else loss + term
+        if loss is not None:
+            loss.backward()
+        for i, t in enumerate(leaves):
+            if t.requires_grad:
+                ex.input_grads[i] = t.grad
+        if module is not None:
+            ex.param_grads = {n: p.grad for n, p in module.named_parameters()}
+    return ex

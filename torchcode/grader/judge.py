@@ -1,0 +1,496 @@
+"""The trusted side of a check: prepare hidden cases, run the reference, drive the worker, decide.
+
+Every verdict is computed here, from tensors the worker sent back as raw bytes and
+from expected values the worker never saw.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import secrets
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from torchcode.catalog.spec import ProblemSpec
+from torchcode.errors import SpecError, UsageError
+from torchcode.grader import cases as caseapi
+from torchcode.grader import compare, execute, protocol
+from torchcode.grader.protocol import NamespaceValue, PrevRef, Unsupported
+from torchcode.grader.result import CaseResult, Mismatch, Report, Verdict, overall
+from torchcode.grader.sandbox import WorkerProcess, Zygote
+
+OUTPUT_SHOWN = 4000
+
+
+@dataclass
+class Limits:
+    time_limit: float | None = None  # seconds per case; None: the problem's own
+    load_limit: float = 30.0  # seconds to import the learner's file
+    memory_mb: int = 6144  # address space of the worker (torch alone maps ~1 GB)
+    output_bytes: int = 8 << 20  # what the learner's code may print
+    threads: int = 1
+
+
+@dataclass
+class Prepared:
+    case: caseapi.Case
+    header: dict
+    message: protocol.Message
+    gold: execute.Execution
+    ref: execute.Execution
+    leaf_labels: list[str]
+    ignore: dict = field(default_factory=dict)  # (step, path) -> mask
+
+
+def _import_file(path: Path, name: str, what: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or not path.is_file():
+        raise SpecError(path, None, f"the {what} file is missing", f"create {path}")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:  # noqa: BLE001 - author errors become one clear message
+        raise SpecError(path, None, f"the {what} failed to import: {type(e).__name__}: {e}") from None
+    return module
+
+
+class Problem:
+    """A spec with its hidden cases and reference kernel loaded (trusted side)."""
+
+    def __init__(self, spec: ProblemSpec):
+        self.spec = spec
+        cases_mod = _import_file(spec.cases_path, f"torchcode_cases_{spec.id}", "hidden cases")
+        self.cases = caseapi.collect(vars(cases_mod))
+        if not self.cases:
+            raise SpecError(spec.cases_path, None, "defines no case", "decorate case functions with @case")
+        sol = _import_file(spec.solution_path, f"torchcode_solution_{spec.id}", "reference solution")
+        self.reference = getattr(sol, spec.entry.name, None)
+        if self.reference is None:
+            raise SpecError(spec.solution_path, None, f"does not define {spec.entry.name}")
+
+    # -- building one case ------------------------------------------------------------------
+    def prepare(self, cdef: caseapi.CaseDef, seed: int) -> Prepared:
+        c = cdef.make(seed)
+        spec = self.spec
+        rng = caseapi.Rng(caseapi.case_seed(seed, c.name + "/weights"))
+        state = {}
+        if spec.entry.is_module:
+            init = {k: execute.materialize(_as_program(v, lambda t: t)) for k, v in (c.init or {}).items()}
+            with torch.random.fork_rng(devices=[]):
+                shapes = [(n, p.shape) for n, p in self.reference(**init).named_parameters()]
+            for n, shape in shapes:
+                state[n] = rng.randn(*shape, scale=shape[-1] ** -0.5)
+
+        def program(cast) -> execute.Program:
+            return execute.Program(
+                init={k: _as_program(v, cast) for k, v in c.init.items()} if c.init is not None else None,
+                state={k: cast(v) for k, v in state.items()},
+                steps=[(tuple(_as_program(a, cast) for a in s.args), {k: _as_program(v, cast) for k, v in s.kwargs.items()})
+                       for s in c.steps],
+                grad=c.grad, train=c.train)
+
+        ignore = {(i, path): m for i, s in enumerate(c.steps) for path, m in s.ignore.items()}
+
+        def make_cot(step, path, out):
+            cot = rng.randn(*out.shape)
+            if (step, path) in ignore:
+                cot = cot.masked_fill(ignore[(step, path)].expand(out.shape), 0.0)
+            return cot
+
+        to64 = lambda t: t.double() if t.is_floating_point() else t.clone()  # noqa: E731
+        gold_prog, ref_prog = program(to64), program(lambda t: t.clone())
+        try:
+            gold = execute.run(self.reference, spec.entry.is_module, gold_prog, execute.Stage(),
+                               dtype=torch.float64, make_cotangent=make_cot)
+            ref_prog.cotangents = {k: v.clone() for k, v in gold_prog.cotangents.items()}
+            ref = execute.run(self.reference, spec.entry.is_module, ref_prog, execute.Stage())
+        except Exception as e:  # noqa: BLE001
+            raise SpecError(spec.solution_path, None,
+                            f"the reference failed on case '{c.name}': {type(e).__name__}: {e}") from None
+
+        msg = protocol.Message()
+        header = {
+            "op": "case",
+            "init": {k: msg.value(v) for k, v in c.init.items()} if c.init is not None else None,
+            "state": {k: msg.tensor(v) for k, v in state.items()},
+            "steps": [{"args": [msg.value(a) for a in s.args], "kwargs": {k: msg.value(v) for k, v in s.kwargs.items()}}
+                      for s in c.steps],
+            "grad": c.grad, "train": c.train, "max_elements": c.max_intermediate,
+            "cotangents": [{"step": s, "path": list(p), "t": msg.tensor(t)} for (s, p), t in ref_prog.cotangents.items()],
+        }
+        return Prepared(c, header, msg, gold, ref, _leaf_labels(c, spec.entry.params), ignore)
+
+    # -- judging one case -----------------------------------------------------------------------
+    def judge(self, p: Prepared, reply: dict, tensors: list[torch.Tensor]) -> CaseResult:
+        c, pol = p.case, self.spec.grading
+        res = CaseResult(c.name, Verdict.ACCEPTED, targets=c.targets, seconds=float(reply.get("seconds", 0.0) or 0.0))
+        if "error" in reply:
+            return _error_result(res, reply["error"])
+        largest = int(reply.get("largest") or 0)
+        if c.max_intermediate is not None and largest >= c.max_intermediate:
+            shape = " x ".join(map(str, reply.get("largest_shape") or [])) or "?"
+            res.verdict = Verdict.TOO_MUCH_MEMORY
+            res.message = (f"your code created a tensor of shape ({shape}), {largest:,} elements; this case allows fewer than "
+                           f"{c.max_intermediate:,}" + (f" ({c.intermediate_hint})" if c.intermediate_hint else "")
+                           + ". Work block by block so that no intermediate grows with S x S.")
+            return res
+        try:
+            outputs = [_learner_value(v, tensors) for v in reply["outputs"]]
+            in_grads = {int(k): _learner_value(v, tensors) for k, v in reply["input_grads"].items()}
+            p_grads = {str(k): _learner_value(v, tensors) for k, v in reply["param_grads"].items()}
+        except (KeyError, TypeError, ValueError, protocol.ProtocolError):
+            res.verdict, res.message = Verdict.CRASHED, "the worker sent back a malformed result"
+            return res
+        if len(outputs) != len(c.steps):
+            res.verdict, res.message = Verdict.CRASHED, "the worker sent back the wrong number of results"
+            return res
+        multi = len(c.steps) > 1
+        flat_learner = [execute.flatten(o) for o in outputs]
+        flat_gold = [execute.flatten(o) for o in p.gold.outputs]
+        flat_ref = [execute.flatten(o) for o in p.ref.outputs]
+
+        # 1. structure, type, shape, dtype, device
+        for i, (lo, go, ro) in enumerate(zip(flat_learner, flat_gold, flat_ref)):
+            where = f" of call {i + 1}" if multi else ""
+            problem = _structure_problem(lo, go, ro)
+            if problem:
+                res.verdict, res.message = Verdict.WRONG_OUTPUT, problem + where
+                return res
+
+        # 2. NaN / Inf
+        for i, (lo, go) in enumerate(zip(flat_learner, flat_gold)):
+            for path, g in go.items():
+                t = lo[path]
+                if isinstance(g, torch.Tensor) and g.is_floating_point():
+                    bad = ~torch.isfinite(t.tensor) & torch.isfinite(g)
+                    if (i, path) in p.ignore:
+                        bad &= ~p.ignore[(i, path)].expand_as(bad)
+                    if bad.any():
+                        idx = [int(x) for x in torch.nonzero(bad)[0]]
+                        res.verdict = Verdict.WRONG_ANSWER
+                        res.message = (f"{_label(path, i, multi)} contains {t.tensor[tuple(idx)].item()} at {idx} where the "
+                                       "expected value is finite. With large scores, exp() overflows: subtract each row's "
+                                       "maximum before the softmax (or use torch.softmax).")
+                        return res
+
+        # 3. the properties the variant is about, on the learner's own outputs
+        learner_t = [{k: v.tensor for k, v in fl.items() if isinstance(v, _LT)} for fl in flat_learner]
+        for chk in c.checks:
+            a, b = chk.a.resolve(learner_t), chk.b.resolve(learner_t)
+            ra, rb = chk.a.resolve(flat_ref), chk.b.resolve(flat_ref)
+            gb = chk.b.resolve(flat_gold)
+            allowed = pol.factor * compare.property_error(ra, rb) + pol.floor * gb.detach().abs().max().item() + 1e-12
+            err = compare.property_error(a, b)
+            if a.shape != b.shape or not err <= allowed:
+                res.verdict = Verdict.WRONG_ANSWER
+                res.message = chk.because + (f" (outputs differ by {err:.3g}; allowed {allowed:.2g})" if a.shape == b.shape else "")
+                return res
+
+        # 4. values
+        for i, (lo, go, ro) in enumerate(zip(flat_learner, flat_gold, flat_ref)):
+            for path, g in go.items():
+                if not (isinstance(g, torch.Tensor) and g.is_floating_point()):
+                    continue
+                m = compare.compare(_label(path, i, multi), lo[path].tensor, g, ro[path],
+                                    factor=pol.factor, floor=pol.floor, ignore=p.ignore.get((i, path)))
+                if m:
+                    return _wrong(res, m)
+
+        # 5. gradients
+        if c.grad:
+            for idx, g in p.gold.input_grads.items():
+                m = self._grad(f"gradient of {p.leaf_labels[idx]}", in_grads.get(idx), g, p.ref.input_grads.get(idx))
+                if m:
+                    return _wrong(res, m) if isinstance(m, Mismatch) else _no_grad(res, m)
+            for name, g in p.gold.param_grads.items():
+                m = self._grad(f"gradient of {name}", p_grads.get(name), g, p.ref.param_grads.get(name))
+                if m:
+                    return _wrong(res, m) if isinstance(m, Mismatch) else _no_grad(res, m)
+        return res
+
+    def _grad(self, what, got, gold, ref):
+        if gold is None or ref is None:
+            return None
+        if got is None or not isinstance(got, _LT):
+            return what if gold.abs().max().item() > 0 else None
+        if tuple(got.tensor.shape) != tuple(gold.shape):
+            return None
+        pol = self.spec.grading
+        return compare.compare(what, got.tensor, gold, ref, factor=pol.factor, floor=pol.floor)
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+class _LT:
+    """A tensor the learner returned, with the device it was on."""
+
+    def __init__(self, tensor: torch.Tensor, device: str):
+        self.tensor, self.device = tensor, device
+
+
+def _learner_value(v, tensors):
+    if v is None:
+        return None
+    if isinstance(v, dict) and "T" in v:
+        i = v["T"]
+        if not isinstance(i, int) or not 0 <= i < len(tensors):
+            raise protocol.ProtocolError("bad tensor index")
+        return _LT(tensors[i], str(v.get("device", "cpu")))
+    if isinstance(v, dict) and "L" in v and isinstance(v["L"], list):
+        return tuple(_learner_value(x, tensors) for x in v["L"])
+    if isinstance(v, dict) and isinstance(v.get("X"), str):
+        return Unsupported(v["X"][:200])
+    raise protocol.ProtocolError("bad value")
+
+
+def _as_program(v, cast):
+    if isinstance(v, torch.Tensor):
+        return cast(v)
+    if isinstance(v, caseapi.Prev):
+        return PrevRef(v.step, v.path)
+    if isinstance(v, caseapi.Config):
+        return NamespaceValue({k: _as_program(x, cast) for k, x in v.fields.items()})
+    if isinstance(v, (tuple, list)):
+        return tuple(_as_program(x, cast) for x in v)
+    return v
+
+
+def _leaf_labels(c: caseapi.Case, params: tuple[str, ...]) -> list[str]:
+    """Names of the input tensors in the order execute.run makes them leaves."""
+    labels: list[str] = []
+
+    def walk(v, name):
+        if isinstance(v, torch.Tensor):
+            labels.append(name)
+        elif isinstance(v, (tuple, list)):
+            for j, x in enumerate(v):
+                walk(x, f"{name}[{j}]")
+
+    for i, s in enumerate(c.steps):
+        suffix = f" (call {i + 1})" if len(c.steps) > 1 else ""
+        for j, a in enumerate(s.args):
+            walk(a, (params[j] if j < len(params) else f"argument {j + 1}") + suffix)
+        for k, v in s.kwargs.items():
+            walk(v, k + suffix)
+    return labels
+
+
+def _label(path, step, multi) -> str:
+    name = "output" + "".join(f"[{i}]" for i in path)
+    return name + (f" of call {step + 1}" if multi else "")
+
+
+def _describe(v) -> str:
+    if isinstance(v, _LT):
+        return f"a tensor of shape {list(v.tensor.shape)}"
+    if isinstance(v, Unsupported):
+        return f"a {v}"
+    if v is None:
+        return "None"
+    if v == ():
+        return "an empty tuple"
+    return type(v).__name__
+
+
+def _structure_problem(learner: dict, gold: dict, ref: dict) -> str | None:
+    if set(learner) != set(gold):
+        if list(gold) == [()]:
+            shape = "a tensor" if isinstance(gold[()], torch.Tensor) else _describe(gold[()])
+            return f"expected {shape} to be returned, got a tuple/list of {len(learner)} items"
+        want = f"a tuple of {len(gold)} items"
+        return f"the returned structure is wrong: expected {want} ({', '.join(_label(p, 0, False) for p in gold)})"
+    for path, g in gold.items():
+        got, label = learner[path], _label(path, 0, False)
+        if g is None:
+            if got is not None:
+                return f"{label} should be None, got {_describe(got)}"
+            continue
+        if not isinstance(got, _LT):
+            hint = " (convert numpy arrays back with torch.from_numpy, or better, stay in torch)" if "numpy" in str(got) else ""
+            return f"{label} should be a torch.Tensor, got {_describe(got)}{hint}"
+        t, r = got.tensor, ref[path]
+        if tuple(t.shape) != tuple(r.shape):
+            return f"{label} has shape {list(t.shape)}, expected {list(r.shape)}"
+        if t.dtype != r.dtype:
+            return f"{label} has dtype {t.dtype}, expected {r.dtype} (keep the inputs' dtype)"
+        if got.device != str(r.device):
+            return f"{label} is on device {got.device}, expected {r.device} (keep the inputs' device)"
+    return None
+
+
+def _wrong(res: CaseResult, m: Mismatch) -> CaseResult:
+    res.verdict, res.mismatch = Verdict.WRONG_ANSWER, m
+    res.message = f"{m.what} is wrong: max abs error {m.max_abs_err:.3g} at index {m.index} (expected {m.expected:.6g}, got {m.got:.6g}); {m.bad:,} of {m.total:,} elements are off by more than {m.allowed:.2g}"
+    return res
+
+
+def _no_grad(res: CaseResult, what: str) -> CaseResult:
+    res.verdict = Verdict.WRONG_ANSWER
+    res.message = (f"no {what} reached the input: part of your computation is cut off from autograd "
+                   "(.detach(), .data, .item(), torch.no_grad(), or building a new tensor from values)")
+    return res
+
+
+_ERROR_VERDICTS = {
+    "syntax": Verdict.SYNTAX_ERROR, "interface": Verdict.BAD_INTERFACE, "not_implemented": Verdict.NOT_IMPLEMENTED,
+    "forbidden": Verdict.FORBIDDEN_CALL, "runtime": Verdict.RUNTIME_ERROR, "memory": Verdict.RUNTIME_ERROR,
+}
+
+
+def _error_result(res: CaseResult, err: dict) -> CaseResult:
+    kind = err.get("kind") if isinstance(err, dict) else None
+    res.verdict = _ERROR_VERDICTS.get(kind, Verdict.RUNTIME_ERROR)
+    res.traceback = str(err.get("traceback", ""))[:8000] if isinstance(err, dict) else ""
+    msg = str(err.get("message", "")) if isinstance(err, dict) else ""
+    if res.verdict is Verdict.NOT_IMPLEMENTED:
+        msg = f"your code still raises NotImplementedError {err.get('stage', '')}: replace the TODOs with your implementation"
+    elif res.verdict is Verdict.FORBIDDEN_CALL:
+        names = err.get("names") or []
+        msg = (f"your code used {', '.join(names)}, which this problem forbids: write it yourself from basic tensor ops"
+               if names else msg)
+    res.message = msg[:2000]
+    return res
+
+
+# -- the public entry points ------------------------------------------------------------------------------
+class Grader:
+    """Grades submissions; holds the zygote, so N submissions cost one torch import.
+
+    Create it before this process runs any tensor op (the zygote is forked from here).
+    """
+
+    def __init__(self, limits: Limits | None = None):
+        self.limits = limits or Limits()
+        self.zygote = Zygote()
+        self._problems: dict[str, Problem] = {}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        self.zygote.close()
+
+    def problem(self, spec: ProblemSpec) -> Problem:
+        key = str(spec.folder)
+        if key not in self._problems:
+            self._problems[key] = Problem(spec)
+        return self._problems[key]
+
+    def grade(self, spec: ProblemSpec, path: Path | str, *, seed: int | None = None,
+              only: list[str] | None = None) -> Report:
+        path = Path(path).resolve()
+        if not path.is_file():
+            raise UsageError(f"no such file: {path}")
+        source = path.read_bytes()
+        seed = secrets.randbelow(2**31) if seed is None else int(seed)
+        t0 = time.perf_counter()
+        lim = self.limits
+        per_case = lim.time_limit or spec.grading.time_limit
+        report = Report(problem=spec.id, file=str(path), verdict=Verdict.ACCEPTED, seed=seed,
+                        sha256=hashlib.sha256(source).hexdigest(),
+                        limits={"time_per_case_s": per_case, "load_s": lim.load_limit, "memory_mb": lim.memory_mb})
+        with tempfile.TemporaryDirectory(prefix="torchcode-") as tmp:
+            log = Path(tmp) / "output.txt"
+            work = Path(tmp) / "cwd"
+            work.mkdir()
+            worker = self.zygote.spawn({"log": str(log), "cwd": str(work), "memory_mb": lim.memory_mb,
+                                        "output_bytes": lim.output_bytes, "threads": lim.threads})
+            try:
+                self._run(worker, spec, path, seed, per_case, report, only)
+            finally:
+                worker.kill()
+                info = worker.finish()
+                report.output = _read_output(log)
+        if report.verdict is Verdict.CRASHED and "{exit}" in report.message:
+            report.message = report.message.replace("{exit}", info.describe())
+            for c in report.cases:
+                c.message = c.message.replace("{exit}", info.describe())
+        report.seconds = time.perf_counter() - t0
+        return report
+
+    def _run(self, worker: WorkerProcess, spec, path, seed, per_case, report: Report, only) -> None:
+        lim = self.limits
+        problem = self.problem(spec)
+        defs = [d for d in problem.cases if not only or d.name in only]
+        worker.send(protocol.Message(), {"op": "load", "path": str(path), "forbidden": list(spec.forbidden),
+                                         "entry": {"kind": spec.entry.kind, "name": spec.entry.name,
+                                                   "params": list(spec.entry.params), "init": list(spec.entry.init)}})
+        first = problem.prepare(defs[0], seed) if defs else None  # overlaps with the worker's import
+        t_load = time.perf_counter()
+        try:
+            reply, _ = worker.receive(lim.load_limit)
+        except protocol.Timeout:
+            report.verdict = Verdict.TIME_LIMIT
+            report.message = f"importing your file took longer than {lim.load_limit:g} s: is there a loop or a long computation at the top level?"
+            report.cases = [CaseResult(d.name, Verdict.NOT_RUN, targets=d.targets) for d in defs]
+            return
+        except (protocol.PeerClosed, protocol.ProtocolError):
+            report.verdict = Verdict.CRASHED
+            report.message = "your code's process {exit} while your file was being imported (sys.exit, os._exit or a crash at the top level?)"
+            report.cases = [CaseResult(d.name, Verdict.NOT_RUN, targets=d.targets) for d in defs]
+            return
+        report.load_seconds = float(reply.get("seconds", time.perf_counter() - t_load) or 0.0)
+        if "error" in reply:
+            r = _error_result(CaseResult("import", Verdict.RUNTIME_ERROR), reply["error"])
+            report.verdict, report.message = r.verdict, r.message
+            report.cases = [CaseResult(d.name, Verdict.NOT_RUN, targets=d.targets) for d in defs]
+            if r.traceback:
+                report.cases.insert(0, CaseResult("import", r.verdict, message=r.message, traceback=r.traceback))
+            return
+        dead = None
+        for k, d in enumerate(defs):
+            if dead:
+                report.cases.append(CaseResult(d.name, Verdict.NOT_RUN, targets=d.targets,
+                                               message=f"not run: {dead}"))
+                continue
+            prep = first if k == 0 else problem.prepare(d, seed)
+            t = time.perf_counter()
+            try:
+                worker.send(prep.message, prep.header)
+                reply, tensors = worker.receive(per_case)
+            except protocol.Timeout:
+                worker.kill()
+                report.cases.append(CaseResult(d.name, Verdict.TIME_LIMIT, targets=prep.case.targets, seconds=per_case,
+                                               message=f"still running after {per_case:g} s, the time limit per case: "
+                                                       "look for an endless loop, or a Python loop over every element"))
+                dead = "an earlier case hit the time limit"
+                continue
+            except (protocol.PeerClosed, protocol.ProtocolError, BrokenPipeError, ConnectionResetError):
+                report.cases.append(CaseResult(d.name, Verdict.CRASHED, targets=prep.case.targets,
+                                               seconds=time.perf_counter() - t,
+                                               message="your code's process {exit} during this case without returning "
+                                                       "a result (os._exit, sys.exit in a thread, a segfault, or running "
+                                                       f"out of memory; the limit is {lim.memory_mb} MB)"))
+                dead = "an earlier case crashed the process"
+                continue
+            report.cases.append(problem.judge(prep, reply, tensors))
+        report.verdict = overall(report.cases)
+        first_bad = next((c for c in report.cases if c.verdict is report.verdict), None)
+        report.message = first_bad.message if first_bad and not report.passed else ""
+
+
+def _read_output(log: Path) -> str:
+    try:
+        with open(log, "rb") as f:
+            data = f.read(OUTPUT_SHOWN + 1)
+    except OSError:
+        return ""
+    text = data[:OUTPUT_SHOWN].decode("utf-8", "replace")
+    return text + ("\n... (output truncated)" if len(data) > OUTPUT_SHOWN else "")
+
+
+def grade_file(spec: ProblemSpec, path: Path | str, *, seed: int | None = None, limits: Limits | None = None,
+               only: list[str] | None = None) -> Report:
+    """Grade one file (forks a zygote for the occasion)."""
+    with Grader(limits) as g:
+        return g.grade(spec, path, seed=seed, only=only)
+
+

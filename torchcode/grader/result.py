@@ -1,0 +1,111 @@
+"""What grading returns: plain dataclasses, no torch, no display code.
+
+Rendering lives in ``torchcode.render``; ``Report.to_dict()`` is the ``--json`` schema.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+
+
+class Verdict(str, Enum):
+    ACCEPTED = "accepted"
+    WRONG_ANSWER = "wrong_answer"  # values, gradients or a property of the variant are wrong
+    WRONG_OUTPUT = "wrong_output"  # shape, dtype, device, type or NaN/Inf
+    NOT_IMPLEMENTED = "not_implemented"  # the stub still raises NotImplementedError
+    SYNTAX_ERROR = "syntax_error"
+    BAD_INTERFACE = "bad_interface"  # entry point missing, wrong signature, wrong parameters
+    RUNTIME_ERROR = "runtime_error"
+    FORBIDDEN_CALL = "forbidden_call"
+    TOO_MUCH_MEMORY = "too_much_memory"  # an intermediate as large as the full score matrix
+    TIME_LIMIT = "time_limit"
+    CRASHED = "crashed"  # the process died (signal, os._exit, out of memory)
+    NOT_RUN = "not_run"  # an earlier case killed the worker
+
+    @property
+    def passed(self) -> bool:
+        return self is Verdict.ACCEPTED
+
+
+# Which verdict explains a failed check best, when cases disagree: earlier is stronger.
+SEVERITY = [
+    Verdict.SYNTAX_ERROR, Verdict.BAD_INTERFACE, Verdict.NOT_IMPLEMENTED, Verdict.FORBIDDEN_CALL,
+    Verdict.CRASHED, Verdict.TIME_LIMIT, Verdict.RUNTIME_ERROR, Verdict.TOO_MUCH_MEMORY,
+    Verdict.WRONG_OUTPUT, Verdict.WRONG_ANSWER, Verdict.NOT_RUN, Verdict.ACCEPTED,
+]
+
+
+@dataclass
+class Mismatch:
+    """Where a learner tensor differs from the expected one most."""
+
+    what: str  # "output", "output[1][0]", "gradient of Q", "gradient of W_q.weight"
+    shape: list[int]
+    max_abs_err: float
+    max_rel_err: float
+    index: list[int]  # where the absolute error is largest
+    expected: float
+    got: float
+    allowed: float  # the tolerance it had to meet
+    bad: int  # elements over the tolerance
+    total: int
+
+
+@dataclass
+class CaseResult:
+    name: str
+    verdict: Verdict
+    targets: str = ""  # what the case is about, in the learner's terms
+    message: str = ""  # one or two sentences: what is wrong and what to fix
+    mismatch: Mismatch | None = None
+    traceback: str = ""  # the learner's frames only
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict.passed
+
+
+@dataclass
+class Report:
+    problem: str
+    file: str
+    verdict: Verdict
+    seed: int
+    message: str = ""
+    cases: list[CaseResult] = field(default_factory=list)
+    seconds: float = 0.0  # wall time of the whole check
+    load_seconds: float = 0.0  # importing the learner's file in the worker
+    output: str = ""  # what the learner's code printed (truncated)
+    sha256: str = ""
+    limits: dict = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict.passed
+
+    @property
+    def cases_passed(self) -> int:
+        return sum(c.passed for c in self.cases)
+
+    @property
+    def first_failure(self) -> CaseResult | None:
+        return next((c for c in self.cases if not c.passed and c.verdict is not Verdict.NOT_RUN), None)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["verdict"] = self.verdict.value
+        d["passed"] = self.passed
+        d["cases_passed"] = self.cases_passed
+        d["cases_total"] = len(self.cases)
+        for c in d["cases"]:
+            c["verdict"] = c["verdict"].value if isinstance(c["verdict"], Verdict) else c["verdict"]
+        return d
+
+
+def overall(cases: list[CaseResult]) -> Verdict:
+    failed = [c.verdict for c in cases if not c.passed]
+    if not failed:
+        return Verdict.ACCEPTED
+    return min(failed, key=SEVERITY.index)

@@ -1,0 +1,215 @@
+"""Process isolation: a zygote that forks one sandboxed worker per submission.
+
+Forking a process that has imported torch costs a fraction of a second, but forking
+one that has already *computed* can hang (OpenMP state; see shared GRADING.md). So
+right after ``import torch``, before any tensor op, the trusted process forks a
+*zygote* that never computes; every worker is forked from it. Grading N submissions
+costs one torch import plus N cheap forks, and the trusted process is free to run
+the reference kernels.
+
+The zygote also reaps workers with ``wait4``, so exit status, CPU time and peak
+memory come from the kernel, not from anything the learner's process says.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import struct
+import time
+from dataclasses import dataclass
+
+from torchcode.grader import protocol
+
+_LEN = struct.Struct("!I")
+
+
+@dataclass
+class ExitInfo:
+    exit_code: int | None  # None when killed by a signal
+    signal: int | None
+    cpu_seconds: float
+    max_rss_mb: float
+    killed_by_us: bool = False
+
+    def describe(self) -> str:
+        if self.signal is not None:
+            name = signal.Signals(self.signal).name if self.signal in signal.Signals._value2member_map_ else str(self.signal)
+            hint = {"SIGSEGV": " (a segmentation fault)", "SIGKILL": " (killed: often out of memory)",
+                    "SIGABRT": " (aborted)", "SIGBUS": " (bus error)"}.get(name, "")
+            return f"killed by signal {name}{hint}"
+        return f"exited with code {self.exit_code}"
+
+
+def _send_json(sock: socket.socket, obj: dict, fds: list[int] | None = None) -> None:
+    data = json.dumps(obj).encode()
+    if fds:
+        socket.send_fds(sock, [_LEN.pack(len(data)) + data], fds)
+    else:
+        sock.sendall(_LEN.pack(len(data)) + data)
+
+
+def _recv_json(sock: socket.socket, with_fds: bool = False):
+    if with_fds:
+        data, fds, _, _ = socket.recv_fds(sock, 1 << 16, 4)
+        if not data:
+            raise EOFError
+        n = _LEN.unpack(data[:4])[0]
+        body = data[4:]
+        while len(body) < n:
+            more = sock.recv(n - len(body))
+            if not more:
+                raise EOFError
+            body += more
+        return json.loads(body), fds
+    head = protocol._recv_exact(sock, 4, None)
+    return json.loads(protocol._recv_exact(sock, _LEN.unpack(head)[0], None)), []
+
+
+def _wait(pid: int, grace: float) -> ExitInfo:
+    """Wait for ``pid`` (a child of the caller) up to ``grace`` seconds, then kill its group."""
+    deadline = time.monotonic() + grace
+    killed = False
+    while True:
+        try:
+            wpid, status, ru = os.wait4(pid, os.WNOHANG)
+        except ChildProcessError:
+            return ExitInfo(None, None, 0.0, 0.0)
+        if wpid:
+            break
+        if time.monotonic() >= deadline and not killed:
+            _killpg(pid)
+            killed = True
+        time.sleep(0.005)
+    _killpg(pid)  # anything the submission forked into its group
+    sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+    code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
+    return ExitInfo(code, sig, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, killed)
+
+
+def _killpg(pid: int) -> None:
+    for kill in (os.killpg, os.kill):
+        try:
+            kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _zygote_loop(sock: socket.socket) -> None:
+    """Runs in the zygote: fork workers on request, reap them, report how they ended."""
+    from torchcode.grader import worker
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the trusted process handles Ctrl-C
+    children: set[int] = set()
+    try:
+        while True:
+            try:
+                req, fds = _recv_json(sock, with_fds=True)
+            except (EOFError, OSError, ValueError):
+                break
+            if req.get("op") == "spawn":
+                pid = os.fork()
+                if pid == 0:
+                    sock.close()
+                    os.setsid()
+                    worker.main(fds[0], req["config"])  # never returns
+                for fd in fds:
+                    os.close(fd)
+                children.add(pid)
+                _send_json(sock, {"pid": pid})
+            elif req.get("op") == "wait":
+                pid = int(req["pid"])
+                info = _wait(pid, float(req.get("grace", 1.0))) if pid in children else ExitInfo(None, None, 0, 0)
+                children.discard(pid)
+                _send_json(sock, info.__dict__)
+            else:
+                break
+    finally:
+        for pid in children:
+            _killpg(pid)
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+        os._exit(0)
+
+
+class Zygote:
+    """Fork it right after ``import torch`` and before any tensor op in this process."""
+
+    def __init__(self):
+        ours, theirs = socket.socketpair()
+        pid = os.fork()
+        if pid == 0:  # the zygote
+            try:
+                ours.close()
+                try:
+                    import ctypes
+
+                    ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # die with the trusted process
+                except (OSError, AttributeError):
+                    pass
+                _zygote_loop(theirs)
+            finally:
+                os._exit(0)
+        theirs.close()
+        self.pid, self.sock = pid, ours
+
+    def spawn(self, config: dict) -> "WorkerProcess":
+        mine, theirs = socket.socketpair()
+        try:
+            _send_json(self.sock, {"op": "spawn", "config": config}, [theirs.fileno()])
+        finally:
+            theirs.close()
+        reply, _ = _recv_json(self.sock)
+        return WorkerProcess(self, int(reply["pid"]), mine)
+
+    def reap(self, pid: int, grace: float) -> ExitInfo:
+        _send_json(self.sock, {"op": "wait", "pid": pid, "grace": grace})
+        reply, _ = _recv_json(self.sock)
+        return ExitInfo(**reply)
+
+    def close(self) -> None:
+        if self.sock is None:
+            return
+        try:
+            _send_json(self.sock, {"op": "exit"})
+        except OSError:
+            pass
+        self.sock.close()
+        self.sock = None
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
+
+
+class WorkerProcess:
+    """One sandboxed worker: send it messages, read replies under a deadline, end it."""
+
+    def __init__(self, zygote: Zygote, pid: int, sock: socket.socket):
+        self.zygote, self.pid, self.sock = zygote, pid, sock
+        self.exit: ExitInfo | None = None
+
+    def send(self, msg: protocol.Message, header: dict) -> None:
+        msg.send(self.sock, header)
+
+    def receive(self, seconds: float):
+        return protocol.receive(self.sock, time.monotonic() + seconds)
+
+    def kill(self) -> None:
+        _killpg(self.pid)
+
+    def finish(self, grace: float = 1.0) -> ExitInfo:
+        """Ask it to leave, wait up to ``grace`` s, kill its whole group, return how it ended."""
+        if self.exit is None:
+            try:
+                self.sock.settimeout(0.5)
+                protocol.Message().send(self.sock, {"op": "bye"})
+            except OSError:
+                pass
+            self.sock.close()
+            self.exit = self.zygote.reap(self.pid, grace)
+        return self.exit

@@ -1,0 +1,245 @@
+"""The sandboxed side: loads the learner's file and runs case programs on it.
+
+This runs in a forked child in its own session, with resource limits, stdout and
+stderr sent to a file, and no knowledge of the seed or of any expected value. It
+only ever *reports* (outputs, gradients, errors, guard findings); every judgement is
+made by the trusted process from those reports.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import resource
+import signal
+import socket
+import sys
+import time
+import traceback
+import types
+
+import torch
+
+from torchcode.grader import execute, guards
+from torchcode.grader.protocol import Message, decode, receive
+
+MAX_TRACEBACK = 4000
+
+
+def main(sock_fd: int, config: dict) -> None:
+    """Entry point of the forked worker; never returns."""
+    try:
+        _confine(config)
+        sock = socket.socket(fileno=sock_fd)
+        Worker(sock).serve()
+    except BaseException:  # noqa: BLE001 - nothing may escape the child
+        pass
+    finally:
+        os._exit(0)
+
+
+def _confine(config: dict) -> None:
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the zygote
+    except (OSError, AttributeError):
+        pass
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if hasattr(signal, "SIGXFSZ"):
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # over the output limit: writes fail, no silent kill
+    limits = [(resource.RLIMIT_CORE, 0)]
+    if config.get("memory_mb"):
+        limits.append((resource.RLIMIT_AS, int(config["memory_mb"]) << 20))
+    if config.get("output_bytes"):
+        limits.append((resource.RLIMIT_FSIZE, int(config["output_bytes"])))
+    for which, value in limits:
+        try:
+            resource.setrlimit(which, (value, value))
+        except (ValueError, OSError):
+            pass
+    log = os.open(config["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(log)
+    os.close(null)
+    os.chdir(config["cwd"])
+    torch.set_num_threads(int(config.get("threads", 1)))
+
+
+def _learner_traceback(exc: BaseException, path: str) -> str:
+    frames = traceback.extract_tb(exc.__traceback__)
+    mine = [f for f in frames if f.filename == path]
+    text = "".join(traceback.format_list(mine or frames[-1:]) + traceback.format_exception_only(type(exc), exc))
+    return text[-MAX_TRACEBACK:]
+
+
+def _signature_problem(fn, expected: tuple[str, ...], label: str, skip_self: bool) -> str | None:
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    params = list(sig.parameters.values())[1 if skip_self else 0:]
+    names = []
+    for p in params:
+        if p.kind is p.VAR_POSITIONAL:
+            return None if names == list(expected[:len(names)]) else _sig_msg(label, expected, sig)
+        if p.kind is p.VAR_KEYWORD:
+            continue
+        names.append(p.name)
+    if names[:len(expected)] != list(expected):
+        return _sig_msg(label, expected, sig)
+    for p in params[len(expected):]:
+        if p.default is p.empty and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
+            return f"`{label}` has an extra required parameter `{p.name}`: give it a default or remove it"
+    return None
+
+
+def _sig_msg(label, expected, sig) -> str:
+    return f"`{label}` must take ({', '.join(expected)}), but yours is {label}{sig}"
+
+
+class Worker:
+    def __init__(self, sock: socket.socket):
+        self.sock = sock
+        self.entry = None
+        self.spec: dict = {}
+        self.path = ""
+
+    def serve(self) -> None:
+        while True:
+            header, tensors = receive(self.sock)
+            op = header.get("op")
+            if op == "load":
+                msg, body = Message(), self.load(header)
+            elif op == "case":
+                msg = Message()
+                body = self.case(header, tensors, msg)
+            else:
+                return
+            msg.send(self.sock, body)
+
+    # -- loading the learner's file ------------------------------------------------------
+    def load(self, h: dict) -> dict:
+        self.path, self.spec, self.forbidden = h["path"], h["entry"], h["forbidden"]
+        start = time.perf_counter()
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                source = f.read()
+        except (OSError, UnicodeDecodeError) as e:
+            return {"error": {"kind": "runtime", "message": f"cannot read your file: {e}"}}
+        try:
+            code = compile(source, self.path, "exec")
+        except SyntaxError as e:
+            where = f"{e.filename}:{e.lineno}" + (f":{e.offset}" if e.offset else "")
+            text = (e.text or "").rstrip("\n")
+            caret = (" " * max((e.offset or 1) - 1, 0) + "^") if e.text else ""
+            return {"error": {"kind": "syntax", "message": f"{where}: {e.msg}", "traceback": f"{text}\n{caret}".strip("\n")}}
+        except ValueError as e:  # e.g. null bytes
+            return {"error": {"kind": "syntax", "message": str(e)}}
+        hatches = guards.scan_source(source)
+        if hatches:
+            name, line, why = hatches[0]
+            return {"error": {"kind": "forbidden", "names": [name],
+                              "message": f"line {line} uses `{name}`, which {why}; submissions may not do that"}}
+        module = types.ModuleType("submission")
+        module.__file__ = self.path
+        sys.modules["submission"] = module
+        sys.path.insert(0, os.path.dirname(self.path))
+        guard = guards.Guard(self.forbidden)
+        try:
+            with guard:
+                exec(code, module.__dict__)
+        except BaseException as e:  # noqa: BLE001 - the learner's import may raise anything
+            return {"error": self._error(e, guard, "while importing your file")}
+        self.entry = getattr(module, self.spec["name"], None)
+        problem = self._interface_problem(module)
+        if problem:
+            return {"error": {"kind": "interface", "message": problem}}
+        return {"ok": True, "seconds": time.perf_counter() - start}
+
+    def _interface_problem(self, module) -> str | None:
+        name, kind = self.spec["name"], self.spec["kind"]
+        if self.entry is None:
+            defined = sorted(k for k, v in vars(module).items()
+                             if not k.startswith("_") and (inspect.isfunction(v) or inspect.isclass(v))
+                             and getattr(v, "__module__", None) == "submission")
+            extra = f" (it defines: {', '.join(defined)})" if defined else ""
+            return f"your file does not define `{name}`{extra}"
+        if kind == "module":
+            if not (inspect.isclass(self.entry) and issubclass(self.entry, torch.nn.Module)):
+                return f"`{name}` must be a class that subclasses torch.nn.Module"
+            return (_signature_problem(self.entry.__init__, tuple(self.spec["init"]), f"{name}.__init__", True)
+                    or _signature_problem(self.entry.forward, tuple(self.spec["params"]), f"{name}.forward", True))
+        if inspect.isclass(self.entry) or not callable(self.entry):
+            return f"`{name}` must be a function"
+        return _signature_problem(self.entry, tuple(self.spec["params"]), name, False)
+
+    # -- running one case ------------------------------------------------------------------
+    def case(self, h: dict, tensors: list, msg: Message) -> dict:
+        prog = execute.Program(
+            init={k: decode(v, tensors) for k, v in (h.get("init") or {}).items()} if h.get("init") is not None else None,
+            state={k: decode(v, tensors) for k, v in h["state"].items()},
+            steps=[(tuple(decode(a, tensors) for a in s["args"]), {k: decode(v, tensors) for k, v in s["kwargs"].items()})
+                   for s in h["steps"]],
+            grad=bool(h["grad"]),
+            train=bool(h.get("train")),
+            cotangents={(c["step"], tuple(c["path"])): decode(c["t"], tensors) for c in h.get("cotangents", [])},
+        )
+        guard = guards.Guard(self.forbidden, h.get("max_elements"))
+        stage = execute.Stage()
+        start = time.perf_counter()
+        try:
+            ex = execute.run(self.entry, self.spec["kind"] == "module", prog, stage, guard_factory=lambda: guard)
+        except execute.InterfaceProblem as e:
+            return {"error": {"kind": "interface", "message": str(e)}, "seconds": time.perf_counter() - start}
+        except BaseException as e:  # noqa: BLE001
+            return {"error": self._error(e, guard, stage.name), "seconds": time.perf_counter() - start,
+                    **self._memory(guard)}
+        seconds = time.perf_counter() - start
+        if guard.violations:  # the learner caught our exception and carried on
+            return {"error": {"kind": "forbidden", "names": guard.violations,
+                              "message": f"called {', '.join(guard.violations)}"}, "seconds": seconds}
+        return {
+            "outputs": [self._encode(o, msg) for o in ex.outputs],
+            "input_grads": {str(i): (msg.tensor(g) if g is not None else None) for i, g in ex.input_grads.items()},
+            "param_grads": {n: (msg.tensor(g) if g is not None else None) for n, g in ex.param_grads.items()},
+            "seconds": seconds,
+            **self._memory(guard),
+        }
+
+    @staticmethod
+    def _memory(guard) -> dict:
+        return {"largest": guard.largest, "largest_shape": guard.largest_shape}
+
+    def _encode(self, v, msg: Message):
+        if type(v) is torch.Tensor or type(v) is torch.nn.Parameter:
+            try:
+                return {"T": msg.tensor(v)["T"], "device": str(v.device)}
+            except Exception as e:  # noqa: BLE001 - e.g. an unsupported dtype
+                return {"X": f"tensor that cannot be sent ({e})"}
+        if isinstance(v, (tuple, list)):
+            return {"L": [self._encode(x, msg) for x in v]}
+        if v is None:
+            return None
+        t = type(v)
+        return {"X": f"{t.__module__}.{t.__qualname__}" if t.__module__ != "builtins" else t.__qualname__}
+
+    def _error(self, e: BaseException, guard, stage: str) -> dict:
+        if isinstance(e, guards.ForbiddenCall) or guard.violations:
+            return {"kind": "forbidden", "names": guard.violations, "message": f"called {', '.join(guard.violations)}"}
+        tb = _learner_traceback(e, self.path)
+        if isinstance(e, NotImplementedError):
+            return {"kind": "not_implemented", "message": str(e), "stage": stage, "traceback": tb}
+        if isinstance(e, MemoryError):
+            return {"kind": "memory", "message": "ran out of memory (MemoryError)", "stage": stage, "traceback": tb}
+        if isinstance(e, SystemExit):
+            msg = f"your code called sys.exit({e.code!r}) {stage}"
+        elif isinstance(e, KeyboardInterrupt):
+            msg = f"your code raised KeyboardInterrupt {stage}"
+        else:
+            msg = f"{type(e).__name__} {stage}: {str(e)[:500]}"
+        return {"kind": "runtime", "message": msg, "stage": stage, "traceback": tb}

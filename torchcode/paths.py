@@ -1,0 +1,46 @@
+"""Where things live: the built-in course, extra problem packs, and user state.
+
+``TORCHCODE_HOME`` moves all user state (the progress database, backups) aside;
+tests always set it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def builtin_pack() -> Path:
+    """The folder holding problems/, solutions/ and templates/ of the built-in course.
+
+    In a wheel they are copied under ``torchcode/_builtin``; in a source checkout
+    (editable install, running the tests) they are the top-level folders.
+    """
+    shipped = PACKAGE_DIR / "_builtin"
+    if (shipped / "problems").is_dir():
+        return shipped
+    return PACKAGE_DIR.parent
+
+
+def extra_packs(cli_dirs: list[Path] | None = None) -> list[Path]:
+    """Problem packs from ``--problems-dir`` and the ``TORCHCODE_PROBLEMS`` path list."""
+    packs = [Path(p) for p in (cli_dirs or [])]
+    env = os.environ.get("TORCHCODE_PROBLEMS", "")
+    packs += [Path(p) for p in env.split(os.pathsep) if p.strip()]
+    return packs
+
+
+def home() -> Path:
+    """The user data directory (created on demand by whoever writes into it)."""
+    env = os.environ.get("TORCHCODE_HOME")
+    if env:
+        return Path(env).expanduser()
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("torchcode", appauthor=False))
+
+
+def progress_db() -> Path:
+    return home() / "progress.sqlite3"
