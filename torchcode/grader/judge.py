@@ -325,7 +325,8 @@ def _structure_problem(learner: dict, gold: dict, ref: dict) -> str | None:
 
 def _wrong(res: CaseResult, m: Mismatch) -> CaseResult:
     res.verdict, res.mismatch = Verdict.WRONG_ANSWER, m
-    res.message = f"{m.what} is wrong: max abs error {m.max_abs_err:.3g} at index {m.index} (expected {m.expected:.6g}, got {m.got:.6g}); {m.bad:,} of {m.total:,} elements are off by more than {m.allowed:.2g}"
+    res.message = (f"{m.what} does not match the reference: {m.bad:,} of {m.total:,} elements are off, "
+                   f"worst at index {m.index} (expected {m.expected:.6g}, got {m.got:.6g})")
     return res
 
 

@@ -1,0 +1,118 @@
+"""The command line: argument parsing only. Each command calls one function in torchcode.commands.
+
+Errors a user can fix (``TorchcodeError``) become one message and exit code 2 here,
+at the only boundary; a verdict is not an error (``check`` exits 1 on a rejection).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from torchcode.errors import TorchcodeError
+
+app = typer.Typer(
+    name="torchcode",
+    help="Practice PyTorch attention kernels: start a problem, fill it in, check it against hidden cases.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+PacksOpt = Annotated[Optional[list[Path]], typer.Option(
+    "--problems-dir", help="An extra problem pack (a folder with problems/, solutions/, templates/). Repeatable.")]
+ProblemArg = Annotated[str, typer.Argument(help="Problem id, e.g. gqa (see `torchcode list`).")]
+
+
+@app.command("list")
+def list_(tag: Annotated[Optional[str], typer.Option(help="Only problems with this tag.")] = None,
+          difficulty: Annotated[Optional[str], typer.Option(help="easy, medium or hard.")] = None,
+          problems_dir: PacksOpt = None):
+    """List the problems with your status, grouped by topic, and suggest the next one."""
+    from torchcode.commands import listing
+
+    raise typer.Exit(listing.run(problems_dir, tag, difficulty))
+
+
+@app.command()
+def show(problem: ProblemArg, problems_dir: PacksOpt = None):
+    """Show a problem's statement: math, shapes, signature, constraints, an example."""
+    from torchcode.commands import show as cmd
+
+    raise typer.Exit(cmd.run(problem, problems_dir))
+
+
+@app.command()
+def start(problem: ProblemArg,
+          file: Annotated[Optional[Path], typer.Option("--file", "-o", help="Where to write the stub (default ./PROBLEM.py).")] = None,
+          force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file (a backup is kept).")] = False,
+          problems_dir: PacksOpt = None):
+    """Write a stub file for PROBLEM in this directory."""
+    from torchcode.commands import start as cmd
+
+    raise typer.Exit(cmd.start(problem, file, force, problems_dir))
+
+
+@app.command()
+def check(target: Annotated[Optional[str], typer.Argument(
+              help="A problem id or a file. Default: the problem started last in this directory.")] = None,
+          problem: Annotated[Optional[str], typer.Option("--problem", "-p", help="The problem FILE solves.")] = None,
+          seed: Annotated[Optional[int], typer.Option(help="Reproduce a run: the seed printed on failure.")] = None,
+          json_: Annotated[bool, typer.Option("--json", help="Print one JSON report and nothing else on stdout.")] = False,
+          time_limit: Annotated[Optional[float], typer.Option(help="Seconds per hidden case (default: the problem's).")] = None,
+          problems_dir: PacksOpt = None):
+    """Grade your solution on hidden cases. Exit code: 0 accepted, 1 rejected, 2 could not run."""
+    from torchcode.commands import check as cmd
+
+    raise typer.Exit(cmd.run(target, problem, seed, json_, time_limit, problems_dir))
+
+
+@app.command()
+def hint(problem: ProblemArg,
+         all_: Annotated[bool, typer.Option("--all", help="Show every hint revealed so far, without revealing more.")] = False,
+         problems_dir: PacksOpt = None):
+    """Reveal the next hint for PROBLEM (hints go from a nudge to nearly the answer)."""
+    from torchcode.commands import hint as cmd
+
+    raise typer.Exit(cmd.run(problem, all_, problems_dir))
+
+
+@app.command()
+def status(problems_dir: PacksOpt = None):
+    """Your progress: solved, attempted, todo, attempts, best time, last verdict."""
+    from torchcode.commands import status as cmd
+
+    raise typer.Exit(cmd.run(problems_dir))
+
+
+@app.command()
+def reset(problem: ProblemArg, problems_dir: PacksOpt = None):
+    """Restore the stub for PROBLEM; your current file is kept as a backup."""
+    from torchcode.commands import start as cmd
+
+    raise typer.Exit(cmd.reset(problem, problems_dir))
+
+
+@app.command()
+def solution(problem: ProblemArg,
+             yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+             problems_dir: PacksOpt = None):
+    """Print the reference solution (asks first unless you have solved the problem)."""
+    from torchcode.commands import solution as cmd
+
+    raise typer.Exit(cmd.run(problem, yes, problems_dir))
+
+
+def main() -> None:
+    try:
+        app()
+    except TorchcodeError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(e.exit_code)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)

@@ -1,0 +1,37 @@
+"""`torchcode check`: grade a file, show the verdict, record the attempt."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from torchcode.commands.common import catalog, display_path, resolve_target, store, warn_store
+from torchcode.errors import StoreError
+from torchcode.render import console, err_console
+
+
+def run(target: str | None, problem: str | None, seed: int | None, as_json: bool, time_limit: float | None,
+        problems_dirs: list[Path] | None) -> int:
+    cat = catalog(problems_dirs)
+    st = store()
+    spec, path = resolve_target(cat, st, target, problem)
+    from torchcode.grader.judge import Grader, Limits  # the only command that imports torch
+
+    with Grader(Limits(time_limit=time_limit)) as grader:
+        report = grader.grade(spec, path, seed=seed)
+    try:
+        st.record_attempt(problem=spec.id, verdict=report.verdict.value, passed=report.cases_passed,
+                          total=len(report.cases), seconds=report.seconds,
+                          kernel_seconds=sum(c.seconds for c in report.cases), sha256=report.sha256,
+                          file=str(path), seed=report.seed)
+    except StoreError as e:
+        err_console().print(f"warning: progress not saved: {e}", markup=False, highlight=False)
+    warn_store(st)
+    if as_json:
+        sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
+    else:
+        from torchcode.render.report import report as render
+
+        render(console(), report, display_file=display_path(path))
+    return 0 if report.passed else 1

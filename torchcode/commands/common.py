@@ -1,0 +1,74 @@
+"""What several commands share: loading the catalog, opening the store, finding the learner's file."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from torchcode.catalog import Catalog, ProblemSpec, load_catalog
+from torchcode.errors import UsageError
+from torchcode.progress import Store
+from torchcode.render import err_console
+
+
+def catalog(problems_dirs: list[Path] | None) -> Catalog:
+    cat = load_catalog(problems_dirs)
+    if cat.broken:
+        con = err_console()
+        for pid, err in sorted(cat.broken.items()):
+            con.print(f"[yellow]warning:[/yellow] problem '{pid}' is skipped: {err}", markup=False, highlight=False)
+    return cat
+
+
+def store() -> Store:
+    return Store()
+
+
+def warn_store(st: Store) -> None:
+    for w in st.warnings:
+        err_console().print(f"warning: {w}", markup=False, highlight=False)
+    st.warnings.clear()
+
+
+def display_path(path: Path) -> str:
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)
+
+
+def learner_file(st: Store, spec: ProblemSpec, cwd: Path) -> Path:
+    """The file this directory works on for ``spec``: the one ``start`` wrote, else ./<id>.py."""
+    recorded = st.started_file(cwd, spec.id)
+    return Path(recorded) if recorded else cwd / f"{spec.id}.py"
+
+
+def resolve_target(cat: Catalog, st: Store, target: str | None, problem: str | None) -> tuple[ProblemSpec, Path]:
+    """``check`` / ``check gqa`` / ``check path.py --problem gqa`` -> (spec, file)."""
+    cwd = Path.cwd()
+    if target is None:
+        if problem:
+            spec = cat.get(problem)
+            return spec, learner_file(st, spec, cwd)
+        last = st.last_started(cwd)
+        if last is None:
+            raise UsageError("nothing has been started in this directory. Run `torchcode start PROBLEM`, "
+                             "or name what to check: `torchcode check PROBLEM` or `torchcode check FILE --problem PROBLEM`.")
+        return cat.get(last[0]), Path(last[1])
+    as_path = Path(target)
+    looks_like_file = target.endswith(".py") or os.sep in target or as_path.is_file()
+    if looks_like_file:
+        if not as_path.is_file():
+            raise UsageError(f"no such file: {target}")
+        pid = problem or as_path.stem
+        if pid not in cat.problems and not problem:
+            raise UsageError(f"cannot tell which problem {target} solves: add --problem PROBLEM")
+        return cat.get(pid), as_path.resolve()
+    spec = cat.get(target)
+    if problem and problem != target:
+        raise UsageError(f"conflicting problems: '{target}' and --problem '{problem}'")
+    path = learner_file(st, spec, cwd)
+    if not path.is_file():
+        raise UsageError(f"no file {display_path(path)} to check. Run `torchcode start {spec.id}` first, "
+                         f"or `torchcode check FILE --problem {spec.id}`.")
+    return spec, path

@@ -1,0 +1,30 @@
+"""`torchcode list`: the catalog with the learner's status, grouped by topic."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from torchcode.commands.common import catalog, store, warn_store
+from torchcode.errors import UsageError
+from torchcode.render import console
+from torchcode.render.catalog import problem_table
+
+
+def run(problems_dirs: list[Path] | None, tag: str | None, difficulty: str | None) -> int:
+    cat = catalog(problems_dirs)
+    problems = cat.ordered()
+    if tag:
+        problems = [p for p in problems if tag in p.tags]
+    if difficulty:
+        if difficulty.lower() not in ("easy", "medium", "hard"):
+            raise UsageError(f"--difficulty must be easy, medium or hard, not {difficulty!r}")
+        problems = [p for p in problems if p.difficulty == difficulty.lower()]
+    st = store()
+    progress = st.progress()
+    warn_store(st)
+    suggestion = next((p for p in cat.ordered() if not (progress.get(p.id) and progress[p.id].solved)), None)
+    if not problems:
+        console().print("No problem matches those filters.")
+        return 0
+    problem_table(console(), problems, progress, suggestion)
+    return 0

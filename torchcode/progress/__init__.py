@@ -1,0 +1,204 @@
+"""The progress store: every check, revealed hints and started files, in one SQLite file.
+
+It lives at ``$TORCHCODE_HOME/progress.sqlite3`` (default: the platform's user data
+directory). WAL mode and a busy timeout let many checks record at once; every
+write is one transaction, so a check killed mid-write loses at most its own record.
+A corrupt file is moved aside (never overwritten) and a fresh one started.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from torchcode import paths
+from torchcode.errors import StoreError
+
+SCHEMA_VERSION = 1
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS attempts (
+    id INTEGER PRIMARY KEY,
+    problem TEXT NOT NULL,
+    at REAL NOT NULL,
+    verdict TEXT NOT NULL,
+    passed INTEGER NOT NULL,
+    total INTEGER NOT NULL,
+    seconds REAL NOT NULL,
+    kernel_seconds REAL NOT NULL,
+    sha256 TEXT NOT NULL,
+    file TEXT NOT NULL,
+    seed INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS attempts_problem ON attempts(problem);
+CREATE TABLE IF NOT EXISTS hints (
+    problem TEXT PRIMARY KEY,
+    revealed INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS started (
+    directory TEXT NOT NULL,
+    problem TEXT NOT NULL,
+    file TEXT NOT NULL,
+    at REAL NOT NULL,
+    PRIMARY KEY (directory, problem)
+);
+"""
+
+
+@dataclass
+class ProblemProgress:
+    problem: str
+    attempts: int = 0
+    solved: bool = False
+    best_seconds: float | None = None  # fastest accepted run of the learner's code over all cases
+    last_verdict: str = ""
+    last_at: float | None = None
+    last_passed: int = 0
+    last_total: int = 0
+
+    @property
+    def status(self) -> str:
+        return "solved" if self.solved else "attempted" if self.attempts else "todo"
+
+
+class Store:
+    def __init__(self, path: Path | None = None):
+        self.path = Path(path) if path else paths.progress_db()
+        self.warnings: list[str] = []
+        self._conn: sqlite3.Connection | None = None
+
+    # -- connection ---------------------------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection:
+        if self._conn is not None:
+            return self._conn
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise StoreError(f"cannot create the data directory {self.path.parent}: {e.strerror}. "
+                             "Set TORCHCODE_HOME to a writable folder.") from None
+        try:
+            self._conn = self._open()
+        except sqlite3.DatabaseError as e:
+            if self._is_corrupt(e):
+                self._move_aside(e)
+                self._conn = self._open()
+            else:
+                raise StoreError(f"cannot open the progress store {self.path}: {e}") from None
+        return self._conn
+
+    def _open(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        try:
+            conn.execute("PRAGMA busy_timeout = 30000")
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise StoreError(f"{self.path} was written by a newer torchcode (schema {version}); upgrade torchcode")
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if "attempts" not in tables:
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.executescript("BEGIN IMMEDIATE;" + SCHEMA + f"PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;")
+            else:
+                conn.execute("SELECT count(*) FROM attempts").fetchone()
+                if conn.execute("PRAGMA quick_check").fetchone()[0] != "ok":
+                    raise sqlite3.DatabaseError("database disk image is malformed")
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    @staticmethod
+    def _is_corrupt(e: Exception) -> bool:
+        text = str(e).lower()
+        return any(s in text for s in ("not a database", "malformed", "file is encrypted", "no such column", "no such table"))
+
+    def _move_aside(self, e: Exception) -> None:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}-{os.getpid()}")
+        try:
+            os.replace(self.path, aside)
+            for suffix in ("-wal", "-shm"):
+                side = self.path.with_name(self.path.name + suffix)
+                if side.exists():
+                    os.replace(side, aside.with_name(aside.name + suffix))
+        except OSError as err:
+            raise StoreError(f"the progress store {self.path} is corrupt ({e}) and cannot be moved aside: {err.strerror}") from None
+        self.warnings.append(f"the progress store was corrupt ({e}); it was moved to {aside} and a fresh one started")
+
+    def _write(self, sql: str, args: tuple) -> None:
+        try:
+            conn = self._connect()
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(sql, args)
+            conn.execute("COMMIT")
+        except sqlite3.OperationalError as e:
+            if self._conn is not None and self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+            raise StoreError(f"cannot write the progress store {self.path}: {e}. "
+                             "Set TORCHCODE_HOME to a writable folder.") from None
+
+    def _read(self, sql: str, args: tuple = ()) -> list[tuple]:
+        if not self.path.exists():
+            return []
+        try:
+            return self._connect().execute(sql, args).fetchall()
+        except sqlite3.OperationalError as e:
+            raise StoreError(f"cannot read the progress store {self.path}: {e}") from None
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    # -- records --------------------------------------------------------------------------------
+    def record_attempt(self, *, problem: str, verdict: str, passed: int, total: int, seconds: float,
+                       kernel_seconds: float, sha256: str, file: str, seed: int) -> None:
+        self._write("INSERT INTO attempts (problem, at, verdict, passed, total, seconds, kernel_seconds, sha256, file, seed)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (problem, time.time(), verdict, passed, total, seconds, kernel_seconds, sha256, file, seed))
+
+    def attempts(self, problem: str | None = None) -> list[dict]:
+        cols = ("problem", "at", "verdict", "passed", "total", "seconds", "kernel_seconds", "sha256", "file", "seed")
+        sql = f"SELECT {', '.join(cols)} FROM attempts" + (" WHERE problem = ?" if problem else "") + " ORDER BY id"
+        return [dict(zip(cols, r)) for r in self._read(sql, (problem,) if problem else ())]
+
+    def progress(self) -> dict[str, ProblemProgress]:
+        out: dict[str, ProblemProgress] = {}
+        for a in self.attempts():
+            p = out.setdefault(a["problem"], ProblemProgress(a["problem"]))
+            p.attempts += 1
+            p.last_verdict, p.last_at, p.last_passed, p.last_total = a["verdict"], a["at"], a["passed"], a["total"]
+            if a["verdict"] == "accepted":
+                p.solved = True
+                if p.best_seconds is None or a["kernel_seconds"] < p.best_seconds:
+                    p.best_seconds = a["kernel_seconds"]
+        return out
+
+    def is_solved(self, problem: str) -> bool:
+        return bool(self._read("SELECT 1 FROM attempts WHERE problem = ? AND verdict = 'accepted' LIMIT 1", (problem,)))
+
+    def hints_revealed(self, problem: str) -> int:
+        rows = self._read("SELECT revealed FROM hints WHERE problem = ?", (problem,))
+        return rows[0][0] if rows else 0
+
+    def reveal_hint(self, problem: str, available: int) -> int:
+        """Reveal one more hint (up to ``available``); return how many are revealed now."""
+        n = min(self.hints_revealed(problem) + 1, available)
+        self._write("INSERT INTO hints (problem, revealed) VALUES (?, ?) "
+                    "ON CONFLICT(problem) DO UPDATE SET revealed = max(revealed, excluded.revealed)", (problem, n))
+        return n
+
+    def mark_started(self, directory: Path, problem: str, file: Path) -> None:
+        self._write("INSERT INTO started (directory, problem, file, at) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT(directory, problem) DO UPDATE SET file = excluded.file, at = excluded.at",
+                    (str(directory), problem, str(file), time.time()))
+
+    def last_started(self, directory: Path) -> tuple[str, str] | None:
+        rows = self._read("SELECT problem, file FROM started WHERE directory = ? ORDER BY at DESC LIMIT 1",
+                          (str(directory),))
+        return (rows[0][0], rows[0][1]) if rows else None
+
+    def started_file(self, directory: Path, problem: str) -> str | None:
+        rows = self._read("SELECT file FROM started WHERE directory = ? AND problem = ?", (str(directory), problem))
+        return rows[0][0] if rows else None

@@ -1,0 +1,57 @@
+"""Rendering of a check's report: verdict, per-case table, what to fix, how to reproduce."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from torchcode.grader.result import Report, Verdict
+from torchcode.render import verdict_label
+
+
+def report(con: Console, r: Report, *, display_file: str) -> None:
+    style, label = verdict_label(r.verdict.value)
+    head = Text.assemble((f"{label}", style), f"  {r.problem}  ", (display_file, "dim"),
+                         f"  {r.cases_passed}/{len(r.cases)} cases  {r.seconds:.2f}s")
+    con.print(head)
+    early = r.verdict in (Verdict.NOT_IMPLEMENTED, Verdict.SYNTAX_ERROR, Verdict.BAD_INTERFACE) or not r.cases_passed and all(
+        c.verdict is r.verdict or c.verdict is Verdict.NOT_RUN for c in r.cases) and r.verdict is not Verdict.WRONG_ANSWER
+    if r.cases and not early:
+        table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+        table.add_column("")
+        table.add_column("case", no_wrap=True)
+        table.add_column("result", no_wrap=True)
+        table.add_column("what it checks", no_wrap=True, overflow="ellipsis")
+        for c in r.cases:
+            cs, cl = verdict_label(c.verdict.value)
+            mark = Text("✓", style="green") if c.passed else Text("·" if c.verdict is Verdict.NOT_RUN else "✗", style=cs)
+            table.add_row(mark, c.name, Text(cl, style=cs), Text(c.targets, style="dim"))
+        con.print(table)
+    if r.passed:
+        con.print("[green]All hidden cases pass: outputs and gradients match the reference.[/green]")
+        return
+    bad = r.first_failure
+    body = Text()
+    if bad and bad.name != "import":
+        body.append("Case ", style="bold").append(bad.name, style="bold").append(f": {bad.targets}\n", style="dim")
+    body.append(r.message or (bad.message if bad else ""))
+    if bad and bad.mismatch:
+        m = bad.mismatch
+        body.append("\n\n")
+        body.append(f"  {'where':<14}{m.what} at index {m.index} (shape {m.shape})\n")
+        body.append(f"  {'expected':<14}{m.expected:.6g}\n")
+        body.append(f"  {'got':<14}{m.got:.6g}\n")
+        body.append(f"  {'max abs err':<14}{m.max_abs_err:.3g}   (allowed {m.allowed:.2g})\n")
+        body.append(f"  {'max rel err':<14}{m.max_rel_err:.3g}\n")
+        body.append(f"  {'elements off':<14}{m.bad:,} of {m.total:,}")
+    if bad and bad.traceback and r.verdict is not Verdict.NOT_IMPLEMENTED:
+        body.append("\n\n")
+        body.append(bad.traceback.rstrip(), style="yellow")
+    con.print(Panel(body, title=Text(label, style=style), title_align="left", border_style=style.split()[-1]))
+    if r.output.strip():
+        con.print(Panel(Text(r.output.rstrip()), title="your code printed", title_align="left", border_style="dim"))
+    if r.verdict not in (Verdict.NOT_IMPLEMENTED, Verdict.SYNTAX_ERROR, Verdict.BAD_INTERFACE):
+        con.print(f"[dim]seed {r.seed}: reproduce with `torchcode check {display_file} --problem {r.problem} --seed {r.seed}`[/dim]",
+                  soft_wrap=True)

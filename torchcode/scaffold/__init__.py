@@ -1,0 +1,88 @@
+"""The scaffolder: render a problem's stub from its jinja2 template, start and reset files.
+
+Never overwrites a learner's file silently: ``start`` refuses without ``force``, and
+whatever is replaced is first copied to ``<file>.bak-<timestamp>`` beside it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from torchcode.catalog.spec import ProblemSpec
+from torchcode.errors import SpecError, UsageError
+
+
+def docstring(text: str) -> str:
+    """``text`` as a module docstring literal (backslashes and triple quotes escaped)."""
+    body = text.strip().replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+    return f'"""\n{body}\n"""'
+
+
+def render_stub(spec: ProblemSpec) -> str:
+    import jinja2
+
+    try:
+        source = spec.template_path.read_text(encoding="utf-8")
+    except OSError:
+        raise SpecError(spec.template_path, None, "the stub template is missing",
+                        f"create templates/{spec.id}.py.j2 in the pack") from None
+    header = docstring(
+        f"{spec.statement()}\n\n---\n"
+        f"torchcode problem '{spec.id}'. Check your work with `torchcode check {spec.id}`; "
+        f"`torchcode hint {spec.id}` reveals the next hint."
+    )
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    try:
+        text = env.from_string(source).render(header=header, spec=spec, entry=spec.entry)
+    except jinja2.TemplateError as e:
+        raise SpecError(spec.template_path, None, f"the template does not render: {e}") from None
+    try:
+        compile(text, str(spec.template_path), "exec")
+    except SyntaxError as e:
+        raise SpecError(spec.template_path, None, f"the rendered stub is not valid Python (line {e.lineno}: {e.msg})") from None
+    return text
+
+
+@dataclass
+class Written:
+    path: Path
+    backup: Path | None
+
+
+def backup(path: Path) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    target = path.with_name(f"{path.name}.bak-{stamp}")
+    n = 1
+    while target.exists():
+        n += 1
+        target = path.with_name(f"{path.name}.bak-{stamp}-{n}")
+    shutil.copy2(path, target)
+    return target
+
+
+def write_stub(spec: ProblemSpec, path: Path, *, force: bool = False) -> Written:
+    """Write the stub to ``path``; an existing file needs ``force`` and is backed up first."""
+    text = render_stub(spec)
+    old = None
+    if path.exists():
+        if not force:
+            raise UsageError(f"{path} already exists; not overwriting it. "
+                             f"Use `torchcode reset {spec.id}` (keeps a backup) or `start --force`.")
+        old = backup(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise UsageError(f"cannot write {path}: {e.strerror}") from None
+    return Written(path, old)
+
+
+def solution_source(spec: ProblemSpec) -> str:
+    try:
+        return spec.solution_path.read_text(encoding="utf-8")
+    except OSError:
+        raise SpecError(spec.solution_path, None, "the reference solution is missing",
+                        f"create solutions/{spec.id}.py in the pack") from None
