@@ -22,7 +22,7 @@ def run(problems_dirs: list[Path] | None, tag: str | None, difficulty: str | Non
     st = store()
     progress = st.progress()
     warn_store(st)
-    suggestion = next((p for p in cat.ordered() if not (progress.get(p.id) and progress[p.id].solved)), None)
+    suggestion = next((p for p in problems if not (progress.get(p.id) and progress[p.id].solved)), None)
     if not problems:
         console().print("No problem matches those filters.")
         return 0

@@ -8,6 +8,7 @@ made by the trusted process from those reports.
 
 from __future__ import annotations
 
+import errno
 import inspect
 import os
 import resource
@@ -31,7 +32,7 @@ def main(sock_fd: int, config: dict) -> None:
     try:
         _confine(config)
         sock = socket.socket(fileno=sock_fd)
-        Worker(sock).serve()
+        Worker(sock, int(config.get("output_bytes") or 0)).serve()
     except BaseException:  # noqa: BLE001 - nothing may escape the child
         pass
     finally:
@@ -103,8 +104,9 @@ def _sig_msg(label, expected, sig) -> str:
 
 
 class Worker:
-    def __init__(self, sock: socket.socket):
+    def __init__(self, sock: socket.socket, output_limit: int = 0):
         self.sock = sock
+        self.output_limit = output_limit
         self.entry = None
         self.spec: dict = {}
         self.path = ""
@@ -236,6 +238,9 @@ class Worker:
             return {"kind": "not_implemented", "message": str(e), "stage": stage, "traceback": tb}
         if isinstance(e, MemoryError):
             return {"kind": "memory", "message": "ran out of memory (MemoryError)", "stage": stage, "traceback": tb}
+        if isinstance(e, OSError) and e.errno == errno.EFBIG:
+            return {"kind": "runtime", "message": f"your code printed more than the output limit "
+                    f"({self.output_limit >> 20} MB) {stage}", "stage": stage, "traceback": tb}
         if isinstance(e, SystemExit):
             msg = f"your code called sys.exit({e.code!r}) {stage}"
         elif isinstance(e, KeyboardInterrupt):

@@ -20,9 +20,9 @@ def report(con: Console, r: Report, *, display_file: str) -> None:
         c.verdict is r.verdict or c.verdict is Verdict.NOT_RUN for c in r.cases) and r.verdict is not Verdict.WRONG_ANSWER
     if r.cases and not early:
         table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-        table.add_column("")
-        table.add_column("case", no_wrap=True)
-        table.add_column("result", no_wrap=True)
+        table.add_column("", no_wrap=True, min_width=1)
+        table.add_column("case", no_wrap=True, min_width=max(len(c.name) for c in r.cases))
+        table.add_column("result", no_wrap=True, min_width=max(len(verdict_label(c.verdict.value)[1]) for c in r.cases))
         table.add_column("what it checks", no_wrap=True, overflow="ellipsis")
         for c in r.cases:
             cs, cl = verdict_label(c.verdict.value)
@@ -36,9 +36,9 @@ def report(con: Console, r: Report, *, display_file: str) -> None:
     body = Text()
     if bad and bad.name != "import":
         body.append("Case ", style="bold").append(bad.name, style="bold").append(f": {bad.targets}\n", style="dim")
-    body.append(r.message or (bad.message if bad else ""))
     if bad and bad.mismatch:
         m = bad.mismatch
+        body.append(f"{m.what} does not match the reference.")
         body.append("\n\n")
         body.append(f"  {'where':<14}{m.what} at index {m.index} (shape {m.shape})\n")
         body.append(f"  {'expected':<14}{m.expected:.6g}\n")
@@ -46,6 +46,8 @@ def report(con: Console, r: Report, *, display_file: str) -> None:
         body.append(f"  {'max abs err':<14}{m.max_abs_err:.3g}   (allowed {m.allowed:.2g})\n")
         body.append(f"  {'max rel err':<14}{m.max_rel_err:.3g}\n")
         body.append(f"  {'elements off':<14}{m.bad:,} of {m.total:,}")
+    else:
+        body.append(r.message or (bad.message if bad else ""))
     if bad and bad.traceback and r.verdict is not Verdict.NOT_IMPLEMENTED:
         body.append("\n\n")
         body.append(bad.traceback.rstrip(), style="yellow")

@@ -1,0 +1,92 @@
+"""Shared fixtures. Every test runs with its own TORCHCODE_HOME (user state moved aside)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+_GRADER = None
+
+
+def pytest_configure(config):
+    # The grader forks its zygote from this process, which must not have run a tensor op
+    # yet (a fork after torch computed can hang). So it is created first, once.
+    global _GRADER
+    from torchcode.grader.judge import Grader
+
+    _GRADER = Grader()
+
+
+def pytest_unconfigure(config):
+    if _GRADER is not None:
+        _GRADER.close()
+
+
+@pytest.fixture(autouse=True)
+def torchcode_home(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    monkeypatch.setenv("TORCHCODE_HOME", str(home))
+    monkeypatch.delenv("TORCHCODE_PROBLEMS", raising=False)
+    return home
+
+
+@pytest.fixture(scope="session")
+def grader():
+    return _GRADER
+
+
+@pytest.fixture(scope="session")
+def catalog():
+    from torchcode.catalog import load_catalog
+
+    return load_catalog()
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+
+    @property
+    def text(self) -> str:
+        return self.out + self.err
+
+
+@pytest.fixture
+def workdir(tmp_path):
+    d = tmp_path / "work"
+    d.mkdir()
+    return d
+
+
+@pytest.fixture
+def cli(workdir):
+    """Run the real `torchcode` command in a temp working directory."""
+
+    exe = shutil.which("torchcode")
+
+    def run(*args: str, cwd: Path | None = None, timeout: float = 120, env: dict | None = None) -> Run:
+        cmd = [exe, *args] if exe else [sys.executable, "-m", "torchcode", *args]
+        full_env = dict(os.environ, COLUMNS="200", NO_COLOR="1", **(env or {}))
+        p = subprocess.run(cmd, cwd=cwd or workdir, capture_output=True, text=True, timeout=timeout,
+                           env=full_env, stdin=subprocess.DEVNULL)
+        return Run(p.returncode, p.stdout, p.stderr)
+
+    return run
+
+
+def expected_verdict(path: Path) -> str:
+    m = re.search(r"^# expect: (\w+)", path.read_text(), re.M)
+    assert m, f"{path} has no '# expect: VERDICT' line"
+    return m.group(1)

@@ -1,0 +1,4 @@
+# expect: runtime_error
+import sys
+
+sys.exit(0)

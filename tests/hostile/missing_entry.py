@@ -1,0 +1,3 @@
+# expect: bad_interface
+def attention(Q, K, V, mask=None):
+    return Q

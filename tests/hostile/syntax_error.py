@@ -1,0 +1,3 @@
+# expect: syntax_error
+def scaled_dot_product_attention(Q, K, V, mask=None)
+    return Q

@@ -1,0 +1,3 @@
+# expect: bad_interface
+def scaled_dot_product_attention(q, k, v):
+    return q

@@ -1,0 +1,86 @@
+"""Malformed problem specs fail with one message naming the file, the field and the fix."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from conftest import ROOT
+from torchcode.catalog import load_catalog
+from torchcode.catalog.spec import load_spec
+from torchcode.errors import SpecError, UsageError
+
+
+def make_pack(tmp_path, toml: str, pid: str = "toy"):
+    folder = tmp_path / "pack" / "problems" / pid
+    folder.mkdir(parents=True)
+    (folder / "problem.toml").write_text(toml)
+    return folder
+
+
+GOOD = """format = 1
+id = "toy"
+title = "Toy"
+difficulty = "easy"
+hints = ["one"]
+
+[entry]
+kind = "function"
+name = "toy"
+params = ["x"]
+"""
+
+
+def test_good_spec_loads(tmp_path):
+    folder = make_pack(tmp_path, GOOD)
+    spec = load_spec(folder, folder.parents[1])
+    assert spec.entry.params == ("x",)
+    assert "torch.nn.functional.scaled_dot_product_attention" in spec.forbidden
+
+
+@pytest.mark.parametrize("change,field,words", [
+    (lambda t: t.replace('difficulty = "easy"', 'difficulty = "trivial"'), "difficulty", "trivial"),
+    (lambda t: t.replace("format = 1", "format = 9"), "format", "not supported"),
+    (lambda t: t.replace('id = "toy"', 'id = "other"'), "id", "folder name"),
+    (lambda t: t.replace('hints = ["one"]\n', ""), "hints", "missing"),
+    (lambda t: t.replace('kind = "function"', 'kind = "lambda"'), "entry.kind", "neither"),
+    (lambda t: t.replace('params = ["x"]', 'params = ["x y"]'), "entry.params[0]", "identifier"),
+    (lambda t: t.replace('title = "Toy"', "title = 3"), "title", "must be str"),
+    (lambda t: t + '\n[rules]\nallowed = ["torch.exp"]\n', "rules.allowed", "not forbidden by default"),
+])
+def test_bad_field_is_named(tmp_path, change, field, words):
+    folder = make_pack(tmp_path, change(GOOD))
+    with pytest.raises(SpecError) as e:
+        load_spec(folder, folder.parents[1])
+    assert e.value.field == field
+    assert str(folder / "problem.toml") in str(e.value) and words in str(e.value)
+
+
+def test_misplaced_top_level_key_is_explained(tmp_path):
+    text = GOOD.replace('hints = ["one"]\n', "") + 'hints = ["one"]\n'
+    folder = make_pack(tmp_path, text)
+    with pytest.raises(SpecError, match=r"move `hints` above the first \[table\]"):
+        load_spec(folder, folder.parents[1])
+
+
+def test_invalid_toml(tmp_path):
+    folder = make_pack(tmp_path, "format = \n")
+    with pytest.raises(SpecError, match="not valid TOML"):
+        load_spec(folder, folder.parents[1])
+
+
+def test_broken_problem_does_not_hide_the_others(tmp_path, cli):
+    folder = make_pack(tmp_path, GOOD.replace('difficulty = "easy"', 'difficulty = "?"'))
+    r = cli("list", "--problems-dir", str(folder.parents[1]))
+    assert r.code == 0 and "sdpa" in r.out
+    assert "problem 'toy' is skipped" in r.err and "difficulty" in r.err
+    r = cli("show", "toy", "--problems-dir", str(folder.parents[1]))
+    assert r.code == 2 and "field 'difficulty'" in r.err and "Traceback" not in r.err
+
+
+def test_id_clash_names_both_places(tmp_path):
+    pack = tmp_path / "pack"
+    shutil.copytree(ROOT / "problems" / "sdpa", pack / "problems" / "sdpa")
+    with pytest.raises(UsageError, match="defined twice"):
+        load_catalog([pack])

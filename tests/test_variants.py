@@ -1,0 +1,49 @@
+"""Every problem's known-wrong submissions are rejected with the intended verdict, and every
+correct alternative (and the reference itself) is accepted."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import ROOT, expected_verdict
+from torchcode.catalog import load_catalog
+
+CATALOG = load_catalog()
+VARIANTS = [(spec.id, path) for spec in CATALOG.ordered() for kind in ("wrong", "right") for path in spec.variants(kind)]
+
+
+def test_every_problem_has_variants():
+    for spec in CATALOG.ordered():
+        assert len(spec.variants("wrong")) >= 5, f"{spec.id} needs at least five known-wrong variants"
+        assert len(spec.variants("right")) >= 2, f"{spec.id} needs at least two correct alternatives"
+
+
+@pytest.mark.parametrize("pid,path", VARIANTS, ids=[f"{p}/{f.parent.name}/{f.stem}" for p, f in VARIANTS])
+def test_variant_gets_intended_verdict(grader, pid, path):
+    spec = CATALOG.get(pid)
+    report = grader.grade(spec, path)
+    assert report.verdict.value == expected_verdict(path), (report.message, report.seed)
+    if not report.passed:
+        assert report.message, "a rejection must say what is wrong"
+
+
+@pytest.mark.parametrize("pid", [s.id for s in CATALOG.ordered()])
+def test_reference_accepted_on_several_seeds(grader, pid):
+    spec = CATALOG.get(pid)
+    for seed in (0, 1, 12345):
+        report = grader.grade(spec, spec.solution_path, seed=seed)
+        assert report.passed, (seed, report.message)
+
+
+@pytest.mark.parametrize("pid", [s.id for s in CATALOG.ordered()])
+def test_stub_is_not_implemented(grader, pid, tmp_path):
+    from torchcode.scaffold import render_stub
+
+    stub = tmp_path / f"{pid}.py"
+    stub.write_text(render_stub(CATALOG.get(pid)))
+    report = grader.grade(CATALOG.get(pid), stub)
+    assert report.verdict.value == "not_implemented", report.message
+
+
+def test_variant_files_live_in_the_source_tree():
+    assert all(str(p).startswith(str(ROOT)) for _, p in VARIANTS)
