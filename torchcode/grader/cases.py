@@ -63,6 +63,13 @@ class Prev:
 
 
 @dataclass
+class Const:
+    """An input tensor that is not differentiated (tables, masks made of floats)."""
+
+    tensor: torch.Tensor
+
+
+@dataclass
 class Config:
     """Keyword fields that reach the constructor as an attribute object (``config.hidden_size``)."""
 
@@ -89,43 +96,63 @@ class Call:
         return self
 
 
-class Out:
-    """A learner output inside a property check: ``Out(step, *path)[..., :t]``."""
+class Expr:
+    """Something computed from the learner's outputs inside a property check; indexable."""
 
-    def __init__(self, step: int, *path: int, index: tuple = ()):
-        self.step, self.path, self.index = step, tuple(path), index
-
-    def __getitem__(self, index) -> "Out":
-        index = index if isinstance(index, tuple) else (index,)
-        return Out(self.step, *self.path, index=self.index + (index,))
+    def __getitem__(self, index) -> "Expr":
+        return Indexed(self, index if isinstance(index, tuple) else (index,))
 
     def resolve(self, outputs: list[dict]) -> torch.Tensor:
-        t = outputs[self.step][self.path]
-        for idx in self.index:
-            t = t[idx]
-        return t
+        raise NotImplementedError
+
+
+class Out(Expr):
+    """A learner output: ``Out(step, *path)``; ``Out(0)[..., :t]`` slices it."""
+
+    def __init__(self, step: int, *path: int):
+        self.step, self.path = step, tuple(path)
+
+    def resolve(self, outputs: list[dict]) -> torch.Tensor:
+        return outputs[self.step][self.path]
 
     def __repr__(self):
-        return f"Out({self.step}, {', '.join(map(str, self.path))})"
+        return f"Out({', '.join(map(str, (self.step, *self.path)))})"
 
 
-@dataclass
-class Cat:
-    """Several learner outputs concatenated along ``dim`` (e.g. chunked results vs one full call)."""
+class Indexed(Expr):
+    def __init__(self, base: Expr, index: tuple):
+        self.base, self.index = base, index
 
-    parts: list[Out]
-    dim: int
+    def resolve(self, outputs: list[dict]) -> torch.Tensor:
+        return self.base.resolve(outputs)[self.index]
+
+
+class Cat(Expr):
+    """Several expressions concatenated along ``dim`` (e.g. chunked results vs one full call)."""
+
+    def __init__(self, parts: list[Expr], dim: int):
+        self.parts, self.dim = parts, dim
 
     def resolve(self, outputs: list[dict]) -> torch.Tensor:
         return torch.cat([p.resolve(outputs) for p in self.parts], dim=self.dim)
+
+
+class Fn(Expr):
+    """``fn`` applied to expressions, e.g. ``Fn(lambda q, k: q @ k.mT, Out(0, 0), Out(0, 1))``."""
+
+    def __init__(self, fn: Callable, *parts: Expr):
+        self.fn, self.parts = fn, parts
+
+    def resolve(self, outputs: list[dict]) -> torch.Tensor:
+        return self.fn(*(p.resolve(outputs) for p in self.parts))
 
 
 @dataclass
 class Same:
     """A property: two views of the learner's outputs must agree; ``because`` says what it means if not."""
 
-    a: Out | Cat
-    b: Out | Cat
+    a: Expr
+    b: Expr
     because: str
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from torchcode.grader.protocol import NamespaceValue, PrevRef
+from torchcode.grader.protocol import ConstTensor, NamespaceValue, PrevRef
 
 Path = tuple[int, ...]
 
@@ -117,6 +117,8 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
             return get_path(ex.outputs[step], path)
         if isinstance(v, torch.Tensor):
             return leaf(v)
+        if isinstance(v, ConstTensor):
+            return v.tensor.clone()
         if isinstance(v, tuple):
             return tuple(resolve(x) for x in v)
         return materialize(v)

@@ -21,7 +21,7 @@ from torchcode.catalog.spec import ProblemSpec
 from torchcode.errors import SpecError, UsageError
 from torchcode.grader import cases as caseapi
 from torchcode.grader import compare, execute, protocol
-from torchcode.grader.protocol import NamespaceValue, PrevRef, Unsupported
+from torchcode.grader.protocol import ConstTensor, NamespaceValue, PrevRef, Unsupported
 from torchcode.grader.result import CaseResult, Mismatch, Report, Verdict, overall
 from torchcode.grader.sandbox import WorkerProcess, Zygote
 
@@ -251,6 +251,8 @@ def _learner_value(v, tensors):
 def _as_program(v, cast):
     if isinstance(v, torch.Tensor):
         return cast(v)
+    if isinstance(v, caseapi.Const):
+        return ConstTensor(cast(v.tensor))
     if isinstance(v, caseapi.Prev):
         return PrevRef(v.step, v.path)
     if isinstance(v, caseapi.Config):

@@ -7,6 +7,7 @@ malformed message (a crash verdict), never code run in the judge.
 
 Values inside the header:
   {"T": i}            tensor i of the message
+  {"K": i}            tensor i, not differentiated (``Const``)
   {"L": [...]}        list / tuple
   {"P": [step, ...]}  an earlier output of the learner (``Prev``)
   {"NS": {...}}       an attribute object (``Config``)
@@ -69,10 +70,12 @@ class Message:
         return {"T": len(self.meta) - 1}
 
     def value(self, v):
-        from torchcode.grader.cases import Config, Prev  # the author API types
+        from torchcode.grader.cases import Config, Const, Prev  # the author API types
 
         if isinstance(v, torch.Tensor):
             return self.tensor(v)
+        if isinstance(v, Const):
+            return {"K": self.tensor(v.tensor)["T"]}
         if v is None or isinstance(v, (bool, int, str)):
             return v
         if isinstance(v, float):
@@ -158,6 +161,8 @@ def decode(v, tensors: list[torch.Tensor]):
         (tag, x), = v.items()
         if tag == "T" and isinstance(x, int) and 0 <= x < len(tensors):
             return tensors[x]
+        if tag == "K" and isinstance(x, int) and 0 <= x < len(tensors):
+            return ConstTensor(tensors[x])
         if tag == "L" and isinstance(x, list):
             return tuple(decode(i, tensors) for i in x)
         if tag == "F" and x in ("nan", "inf", "-inf"):
@@ -176,6 +181,13 @@ class PrevRef(tuple):
 
     def __new__(cls, step, path):
         return super().__new__(cls, (step, path))
+
+
+class ConstTensor:
+    """A decoded ``Const``: an input tensor that is not differentiated."""
+
+    def __init__(self, tensor):
+        self.tensor = tensor
 
 
 class NamespaceValue(dict):
