@@ -1,0 +1,48 @@
+"""Hidden cases for sliding_window."""
+
+from torchcode.grader.cases import Call, Case, Out, Same, case
+
+
+def qkv(rng, B, S, D, scale=1.0):
+    return [rng.randn(B, S, D, scale=scale) for _ in range(3)]
+
+
+@case(targets="window 2 on both sides: |i - j| <= 2, edges included")
+def window_two(rng):
+    return Case(steps=[Call(*qkv(rng, 2, 11, 16), 2)])
+
+
+@case(targets="outputs do not depend on tokens outside the window (both sides)")
+def locality(rng):
+    S, w = 14, 2
+    Q, K, V = qkv(rng, 2, S, 8)
+    K2, V2 = K.clone(), V.clone()
+    K2[:, 7:], V2[:, 7:] = rng.randn(2, S - 7, 8), rng.randn(2, S - 7, 8)  # far right of positions 0..4
+    K3, V3 = K.clone(), V.clone()
+    K3[:, :5], V3[:, :5] = rng.randn(2, 5, 8), rng.randn(2, 5, 8)  # far left of positions 7..13
+    return Case(steps=[Call(Q, K, V, w), Call(Q, K2, V2, w), Call(Q, K3, V3, w)], checks=[
+        Same(Out(1)[:, :5], Out(0)[:, :5], "changing tokens more than window_size to the right changed your "
+             "output: the window must stop at i + window_size"),
+        Same(Out(2)[:, 7:], Out(0)[:, 7:], "changing tokens more than window_size to the left changed your "
+             "output: the window must stop at i - window_size"),
+    ])
+
+
+@case(targets="window 0: every position attends only to itself")
+def window_zero(rng):
+    return Case(steps=[Call(*qkv(rng, 2, 6, 8), 0)])
+
+
+@case(targets="window >= S: full attention, no index errors")
+def window_exceeds_length(rng):
+    return Case(steps=[Call(*qkv(rng, 1, 7, 16), 50)])
+
+
+@case(targets="window 1 on a short sequence, batch 3")
+def window_one(rng):
+    return Case(steps=[Call(*qkv(rng, 3, 5, 4), 1)])
+
+
+@case(targets="large-magnitude scores: a stable softmax")
+def large_scores(rng):
+    return Case(steps=[Call(*qkv(rng, 2, 9, 16, scale=25.0), 3)])

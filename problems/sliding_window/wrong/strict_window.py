@@ -1,0 +1,14 @@
+# expect: wrong_answer
+# mistake: off by one: |i - j| < window_size
+import math
+
+import torch
+
+
+def sliding_window_attention(Q, K, V, window_size):
+    S, D = Q.shape[-2], Q.shape[-1]
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(D)
+    i = torch.arange(S)
+    keep = (i[:, None] - i[None, :]).abs() < window_size
+    keep = keep | torch.eye(S, dtype=torch.bool)
+    return torch.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1) @ V
