@@ -1,0 +1,39 @@
+"""Hidden cases for linear_attention. Every case forbids an intermediate of B x S x S elements."""
+
+from torchcode.grader.cases import Call, Case, case
+
+SxS = "the size of the full score matrix phi(Q) phi(K)^T"
+
+
+def lin(B, S, *tensors, **kw):
+    return Case(steps=[Call(*tensors, **kw)], max_intermediate=B * S * S, intermediate_hint=SxS)
+
+
+@case(targets="never builds the S x S matrix: summarise keys and values first")
+def long_sequence(rng):
+    B, S = 2, 96
+    return lin(B, S, rng.randn(B, S, 16), rng.randn(B, S, 16), rng.randn(B, S, 8))
+
+
+@case(targets="phi = elu + 1 and the normaliser")
+def basic(rng):
+    B, S = 3, 40
+    return lin(B, S, rng.randn(B, S, 8), rng.randn(B, S, 8), rng.randn(B, S, 8))
+
+
+@case(targets="eps is added to the denominator as given")
+def custom_eps(rng):
+    B, S = 2, 32
+    return lin(B, S, rng.randn(B, S, 4), rng.randn(B, S, 4), rng.randn(B, S, 6), eps=5.0)
+
+
+@case(targets="Dk != Dv, batch 1, odd length")
+def rectangular(rng):
+    B, S = 1, 37
+    return lin(B, S, rng.randn(B, S, 12), rng.randn(B, S, 12), rng.randn(B, S, 5))
+
+
+@case(targets="large negative and positive activations (elu saturates)")
+def large_inputs(rng):
+    B, S = 2, 24
+    return lin(B, S, rng.randn(B, S, 8, scale=8.0), rng.randn(B, S, 8, scale=8.0), rng.randn(B, S, 8))

@@ -1,0 +1,42 @@
+"""Hidden cases for rope."""
+
+import torch
+
+from torchcode.grader.cases import Call, Case, Fn, Out, Same, case
+
+
+@case(targets="interleaved pairs (2i, 2i+1), positions from 0")
+def basic(rng):
+    return Case(steps=[Call(rng.randn(2, 8, 16), rng.randn(2, 8, 16))])
+
+
+@case(targets="the base argument is honoured")
+def custom_base(rng):
+    return Case(steps=[Call(rng.randn(2, 6, 8), rng.randn(2, 6, 8), base=500.0)])
+
+
+@case(targets="relative position: q_m . k_n depends only on m - n")
+def relative_position(rng):
+    S, D = 12, 16
+    q = rng.randn(1, 1, D).expand(2, S, D).contiguous()  # the same vector at every position
+    k = rng.randn(1, 1, D).expand(2, S, D).contiguous()
+    scores = Fn(lambda a, b: a @ b.transpose(-2, -1), Out(0, 0), Out(0, 1))  # (2, S, S)
+    return Case(steps=[Call(q, k)], checks=[Same(
+        scores[:, 1:, 1:], scores[:, :-1, :-1],
+        "q_m . k_n changed when m and n moved together: the rotation angle must be position * frequency, "
+        "the same function for q and k")])
+
+
+@case(targets="long sequence, wide head: small and large angles")
+def long_sequence(rng):
+    return Case(steps=[Call(rng.randn(1, 64, 32), rng.randn(1, 64, 32))])
+
+
+@case(targets="a single token is at position 0: unchanged")
+def single_token(rng):
+    return Case(steps=[Call(rng.randn(3, 1, 8), rng.randn(3, 1, 8))])
+
+
+@case(targets="D = 2, one pair")
+def one_pair(rng):
+    return Case(steps=[Call(rng.randn(2, 5, 2), rng.randn(2, 5, 2), 100.0)])

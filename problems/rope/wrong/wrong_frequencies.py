@@ -1,0 +1,16 @@
+# expect: wrong_answer
+# mistake: exponent -i/D instead of -2i/D
+import torch
+
+
+def apply_rope(q, k, base=10000.0):
+    B, S, D = q.shape
+    theta = base ** (-torch.arange(D // 2, dtype=q.dtype) / D)
+    angle = torch.arange(S, dtype=q.dtype)[:, None] * theta
+    cos, sin = angle.cos(), angle.sin()
+
+    def rot(x):
+        x1, x2 = x[..., 0::2], x[..., 1::2]
+        return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1).flatten(-2)
+
+    return rot(q), rot(k)
