@@ -1,0 +1,55 @@
+"""Hidden cases for kv_cache."""
+
+from torchcode.grader.cases import Call, Case, Cat, Out, Prev, Same, case
+
+MATCH_FULL = ("generating with your cache gave different outputs than one full forward over the same tokens: "
+              "check the mask offset (new token t is at position S_past + t) and what you concatenate")
+CACHE_FULL = "the cache after the last call differs from the keys/values of one full forward: append new keys after the cached ones"
+
+
+def chunks_then_full(rng, d_model, heads, B, sizes):
+    """Calls on consecutive chunks of one sequence (each reusing the previous cache), then one full call."""
+    S = sum(sizes)
+    x = rng.randn(B, S, d_model)
+    steps, start = [], 0
+    for i, n in enumerate(sizes):
+        steps.append(Call(x[:, start:start + n], Prev(i - 1, 1) if i else None))
+        start += n
+    steps.append(Call(x))
+    last = len(sizes) - 1
+    full = len(sizes)
+    return Case(init=dict(d_model=d_model, num_heads=heads), steps=steps, checks=[
+        Same(Cat([Out(i, 0) for i in range(len(sizes))], dim=1), Out(full, 0), MATCH_FULL),
+        Same(Out(last, 1, 0), Out(full, 1, 0), CACHE_FULL),
+        Same(Out(last, 1, 1), Out(full, 1, 1), CACHE_FULL),
+    ])
+
+
+@case(targets="prefill without a cache: causal, returns (out, (k, v))")
+def prefill(rng):
+    x = rng.randn(2, 7, 32)
+    x2 = x.clone()
+    x2[:, 4:] = rng.randn(2, 3, 32)
+    return Case(init=dict(d_model=32, num_heads=4), steps=[Call(x), Call(x2)], checks=[Same(
+        Out(1, 0)[:, :4], Out(0, 0)[:, :4],
+        "changing tokens after position 3 changed your outputs at positions 0..3: mask the future")])
+
+
+@case(targets="prefill 4, then 3 single-token decode steps == one full forward")
+def prefill_then_decode(rng):
+    return chunks_then_full(rng, 32, 4, B=2, sizes=[4, 1, 1, 1])
+
+
+@case(targets="chunked prefill: a multi-token chunk on a non-empty cache needs the mask offset")
+def chunked_prefill(rng):
+    return chunks_then_full(rng, 32, 4, B=2, sizes=[3, 5, 1])
+
+
+@case(targets="decoding from the very first token")
+def decode_from_scratch(rng):
+    return chunks_then_full(rng, 24, 3, B=1, sizes=[1, 1, 1, 1, 1])
+
+
+@case(targets="one head, batch 3, uneven chunks")
+def one_head(rng):
+    return chunks_then_full(rng, 16, 1, B=3, sizes=[2, 4, 3])
