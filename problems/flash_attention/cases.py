@@ -1,0 +1,43 @@
+"""Hidden cases for flash_attention. When block_size < S no intermediate may hold B x S x S elements."""
+
+from torchcode.grader.cases import Call, Case, case
+
+SxS = "the size of the full score matrix"
+
+
+def flash(rng, B, S, D, block_size=None, scale=1.0):
+    args = [rng.randn(B, S, D, scale=scale) for _ in range(3)]
+    kwargs = {} if block_size is None else {"block_size": block_size}
+    bs = 32 if block_size is None else block_size
+    limit = B * S * S if bs < S else None
+    return Case(steps=[Call(*args, **kwargs)], max_intermediate=limit, intermediate_hint=SxS)
+
+
+@case(targets="block_size divides S: tiles, never the full S x S matrix")
+def even_blocks(rng):
+    return flash(rng, 2, 64, 16, block_size=16)
+
+
+@case(targets="ragged last block (block_size does not divide S)")
+def ragged_blocks(rng):
+    return flash(rng, 2, 50, 16, block_size=16)
+
+
+@case(targets="the default block_size of 32")
+def default_block_size(rng):
+    return flash(rng, 1, 70, 8)
+
+
+@case(targets="large-magnitude scores: rescale the accumulator when the max grows")
+def large_scores(rng):
+    return flash(rng, 2, 48, 16, block_size=8, scale=6.0)
+
+
+@case(targets="block_size = 1")
+def block_of_one(rng):
+    return flash(rng, 1, 9, 4, block_size=1)
+
+
+@case(targets="block_size >= S: a single tile")
+def one_tile(rng):
+    return flash(rng, 2, 20, 8, block_size=32)

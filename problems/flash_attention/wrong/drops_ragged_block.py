@@ -1,0 +1,25 @@
+# expect: wrong_output
+# mistake: drops the ragged last block of queries and keys
+import math
+
+import torch
+
+
+def flash_attention(Q, K, V, block_size=32):
+    B, S, D = Q.shape
+    outs = []
+    n = S - S % block_size if block_size < S else S
+    for qs in range(0, n, block_size):
+        q = Q[:, qs : qs + block_size] / math.sqrt(D)
+        m = torch.full((B, q.shape[1], 1), float("-inf"))
+        l = torch.zeros(B, q.shape[1], 1)
+        acc = torch.zeros(B, q.shape[1], D)
+        for ks in range(0, n, block_size):
+            s = q @ K[:, ks : ks + block_size].transpose(1, 2)
+            m_new = torch.maximum(m, s.amax(-1, keepdim=True))
+            p, alpha = torch.exp(s - m_new), torch.exp(m - m_new)
+            l = alpha * l + p.sum(-1, keepdim=True)
+            acc = alpha * acc + p @ V[:, ks : ks + block_size]
+            m = m_new
+        outs.append(acc / l)
+    return torch.cat(outs, 1)

@@ -1,0 +1,25 @@
+# expect: wrong_answer
+# mistake: rescales the accumulator but not the running sum
+import math
+
+import torch
+
+
+def flash_attention(Q, K, V, block_size=32):
+    B, S, D = Q.shape
+    outs = []
+    for qs in range(0, S, block_size):
+        q = Q[:, qs : qs + block_size] / math.sqrt(D)
+        m = torch.full((B, q.shape[1], 1), float("-inf"))
+        l = torch.zeros(B, q.shape[1], 1)
+        acc = torch.zeros(B, q.shape[1], D)
+        for ks in range(0, S, block_size):
+            s = q @ K[:, ks : ks + block_size].transpose(1, 2)
+            m_new = torch.maximum(m, s.amax(-1, keepdim=True))
+            p = torch.exp(s - m_new)
+            alpha = torch.exp(m - m_new)
+            l = l + p.sum(-1, keepdim=True)
+            acc = alpha * acc + p @ V[:, ks : ks + block_size]
+            m = m_new
+        outs.append(acc / l)
+    return torch.cat(outs, 1)
