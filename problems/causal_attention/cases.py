@@ -6,13 +6,13 @@ FUTURE = ("changing only tokens after position {t} changed your outputs at posit
           "your attention reads future tokens (mask scores where j > i, before the softmax)")
 
 
-def with_future_changed(rng, B, S, D, t, scale=1.0):
+def with_future_changed(rng, B, S, D, t, scale=1.0, grad=True):
     """A call, and the same call with every token after position t replaced."""
     Q, K, V = (rng.randn(B, S, D, scale=scale) for _ in range(3))
     Q2, K2, V2 = Q.clone(), K.clone(), V.clone()
     for x in (Q2, K2, V2):
         x[:, t + 1:] = rng.randn(B, S - t - 1, D, scale=scale)
-    return Case(steps=[Call(Q, K, V), Call(Q2, K2, V2)],
+    return Case(steps=[Call(Q, K, V), Call(Q2, K2, V2)], grad=grad,
                 checks=[Same(Out(1)[:, : t + 1], Out(0)[:, : t + 1], FUTURE.format(t=t))])
 
 
@@ -38,4 +38,4 @@ def single_token(rng):
 
 @case(targets="large-magnitude scores: a stable softmax with -inf masking")
 def large_scores(rng):
-    return with_future_changed(rng, 2, 8, 16, t=2, scale=25.0)
+    return with_future_changed(rng, 2, 8, 16, t=2, scale=25.0, grad=False)  # forward stability only

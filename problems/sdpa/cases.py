@@ -41,7 +41,8 @@ def full_mask(rng):
 
 @case(targets="large-magnitude scores: the softmax must be numerically stable")
 def large_scores(rng):
-    return Case(steps=[Call(rng.randn(2, 6, 16, scale=30.0), rng.randn(2, 6, 16, scale=30.0), rng.randn(2, 6, 16))])
+    return Case(steps=[Call(rng.randn(2, 6, 16, scale=30.0), rng.randn(2, 6, 16, scale=30.0), rng.randn(2, 6, 16))],
+                grad=False)  # logits ~1e3: test the forward's stability; gradients there are ill-conditioned
 
 
 @case(targets="5-D inputs and odd sizes")

@@ -45,4 +45,4 @@ def window_one(rng):
 
 @case(targets="large-magnitude scores: a stable softmax")
 def large_scores(rng):
-    return Case(steps=[Call(*qkv(rng, 2, 9, 16, scale=25.0), 3)])
+    return Case(steps=[Call(*qkv(rng, 2, 9, 16, scale=25.0), 3)], grad=False)  # forward stability only

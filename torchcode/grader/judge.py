@@ -138,7 +138,7 @@ class Problem:
             res.verdict = Verdict.TOO_MUCH_MEMORY
             res.message = (f"your code created a tensor of shape ({shape}), {largest:,} elements; this case allows fewer than "
                            f"{c.max_intermediate:,}" + (f" ({c.intermediate_hint})" if c.intermediate_hint else "")
-                           + ". Work block by block so that no intermediate grows with S x S.")
+                           + ". Compute the result without materialising a tensor that grows with S x S.")
             return res
         try:
             outputs = [_learner_value(v, tensors) for v in reply["outputs"]]
@@ -156,11 +156,11 @@ class Problem:
         flat_ref = [execute.flatten(o) for o in p.ref.outputs]
 
         # 1. structure, type, shape, dtype, device
-        for i, (lo, go, ro) in enumerate(zip(flat_learner, flat_gold, flat_ref)):
-            where = f" of call {i + 1}" if multi else ""
+        for i, (lo, go, ro) in enumerate(zip(outputs, p.gold.outputs, p.ref.outputs)):
             problem = _structure_problem(lo, go, ro)
             if problem:
-                res.verdict, res.message = Verdict.WRONG_OUTPUT, problem + where
+                res.verdict = Verdict.WRONG_OUTPUT
+                res.message = (f"in call {i + 1}: " if multi else "") + problem
                 return res
 
         # 2. NaN / Inf
@@ -175,8 +175,9 @@ class Problem:
                         idx = [int(x) for x in torch.nonzero(bad)[0]]
                         res.verdict = Verdict.WRONG_ANSWER
                         res.message = (f"{_label(path, i, multi)} contains {t.tensor[tuple(idx)].item()} at {idx} where the "
-                                       "expected value is finite. With large scores, exp() overflows: subtract each row's "
-                                       "maximum before the softmax (or use torch.softmax).")
+                                       "expected value is finite. NaN/inf come from exp() of large scores (subtract each "
+                                       "row's maximum, or use torch.softmax) or from a row whose keys are all masked "
+                                       "(check which keys each query may see).")
                         return res
 
         # 3. the properties the variant is about, on the learner's own outputs
@@ -185,7 +186,8 @@ class Problem:
             a, b = chk.a.resolve(learner_t), chk.b.resolve(learner_t)
             ra, rb = chk.a.resolve(flat_ref), chk.b.resolve(flat_ref)
             gb = chk.b.resolve(flat_gold)
-            allowed = pol.factor * compare.property_error(ra, rb) + pol.floor * gb.detach().abs().max().item() + 1e-12
+            allowed = (pol.factor * compare.property_error(ra, rb) + pol.floor * gb.detach().abs().max().item()
+                       + compare.atol_for(ra.dtype))
             err = compare.property_error(a, b)
             if a.shape != b.shape or not err <= allowed:
                 res.verdict = Verdict.WRONG_ANSWER
@@ -290,6 +292,8 @@ def _label(path, step, multi) -> str:
 def _describe(v) -> str:
     if isinstance(v, _LT):
         return f"a tensor of shape {list(v.tensor.shape)}"
+    if isinstance(v, tuple) and v:
+        return f"a tuple of {len(v)} items"
     if isinstance(v, Unsupported):
         return f"a {v}"
     if v is None:
@@ -299,29 +303,30 @@ def _describe(v) -> str:
     return type(v).__name__
 
 
-def _structure_problem(learner: dict, gold: dict, ref: dict) -> str | None:
-    if set(learner) != set(gold):
-        if list(gold) == [()]:
-            shape = "a tensor" if isinstance(gold[()], torch.Tensor) else _describe(gold[()])
-            return f"expected {shape} to be returned, got a tuple/list of {len(learner)} items"
-        want = f"a tuple of {len(gold)} items"
-        return f"the returned structure is wrong: expected {want} ({', '.join(_label(p, 0, False) for p in gold)})"
-    for path, g in gold.items():
-        got, label = learner[path], _label(path, 0, False)
-        if g is None:
-            if got is not None:
-                return f"{label} should be None, got {_describe(got)}"
-            continue
-        if not isinstance(got, _LT):
-            hint = " (convert numpy arrays back with torch.from_numpy, or better, stay in torch)" if "numpy" in str(got) else ""
-            return f"{label} should be a torch.Tensor, got {_describe(got)}{hint}"
-        t, r = got.tensor, ref[path]
-        if tuple(t.shape) != tuple(r.shape):
-            return f"{label} has shape {list(t.shape)}, expected {list(r.shape)}"
-        if t.dtype != r.dtype:
-            return f"{label} has dtype {t.dtype}, expected {r.dtype} (keep the inputs' dtype)"
-        if got.device != str(r.device):
-            return f"{label} is on device {got.device}, expected {r.device} (keep the inputs' device)"
+def _structure_problem(got, gold, ref, label: str = "output") -> str | None:
+    """Compare what the learner returned with the reference's structure, recursively."""
+    if isinstance(gold, (tuple, list)):
+        if not isinstance(got, tuple):
+            return f"{label} should be a tuple of {len(gold)} items, got {_describe(got)}"
+        if len(got) != len(gold):
+            return f"{label} should be a tuple of {len(gold)} items, got a tuple/list of {len(got)}"
+        for i, (a, b, r) in enumerate(zip(got, gold, ref)):
+            problem = _structure_problem(a, b, r, f"{label}[{i}]")
+            if problem:
+                return problem
+        return None
+    if gold is None:
+        return None if got is None else f"{label} should be None, got {_describe(got)}"
+    if not isinstance(got, _LT):
+        hint = " (convert numpy arrays back with torch.from_numpy, or better, stay in torch)" if "numpy" in str(got) else ""
+        return f"{label} should be a torch.Tensor, got {_describe(got)}{hint}"
+    t = got.tensor
+    if tuple(t.shape) != tuple(ref.shape):
+        return f"{label} has shape {list(t.shape)}, expected {list(ref.shape)}"
+    if t.dtype != ref.dtype:
+        return f"{label} has dtype {t.dtype}, expected {ref.dtype} (keep the inputs' dtype)"
+    if got.device != str(ref.device):
+        return f"{label} is on device {got.device}, expected {ref.device} (keep the inputs' device)"
     return None
 
 

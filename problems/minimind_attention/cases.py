@@ -1,0 +1,117 @@
+"""Hidden cases for minimind_attention."""
+
+import torch
+
+from torchcode.grader.cases import Call, Case, Cat, Config, Const, Out, Prev, Same, case
+
+FUTURE = "changing later tokens changed earlier outputs: attention must be causal over absolute positions"
+MATCH_FULL = ("prefill/decoding with past_key_value gave different outputs than one full forward: check the causal "
+              "mask offset and that cached keys are stored after RoPE")
+CACHE_FULL = ("the returned past_kv differs from the keys/values of one full forward: cache keys after RoPE, "
+              "before repeating heads, concatenated along dim 1")
+
+
+def config(hidden=64, heads=8, kv=2, flash=False, dropout=0.0):
+    return Config(hidden_size=hidden, num_attention_heads=heads, num_key_value_heads=kv, dropout=dropout,
+                  flash_attn=flash)
+
+
+def rope_tables(S, head_dim, theta=10000.0, dtype=torch.float32):
+    """MiniMind's precomputed cos/sin: (S, head_dim), rotate-half layout."""
+    inv = 1.0 / theta ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
+    ang = torch.outer(torch.arange(S, dtype=torch.float64), inv)
+    return torch.cat([ang.cos()] * 2, -1).to(dtype), torch.cat([ang.sin()] * 2, -1).to(dtype)
+
+
+def pe(cos, sin, start, end):
+    return (Const(cos[start:end]), Const(sin[start:end]))
+
+
+def future_check(rng, cfg, hd, B, S, t):
+    cos, sin = rope_tables(S, hd)
+    x = rng.randn(B, S, cfg.fields["hidden_size"])
+    x2 = x.clone()
+    x2[:, t + 1:] = rng.randn(B, S - t - 1, cfg.fields["hidden_size"])
+    return Case(init=dict(config=cfg), steps=[Call(x, pe(cos, sin, 0, S)), Call(x2, pe(cos, sin, 0, S))],
+                checks=[Same(Out(1, 0)[:, : t + 1], Out(0, 0)[:, : t + 1], FUTURE)])
+
+
+def chunks_then_full(rng, cfg, hd, B, sizes):
+    S = sum(sizes)
+    cos, sin = rope_tables(S, hd)
+    x = rng.randn(B, S, cfg.fields["hidden_size"])
+    steps, start = [], 0
+    for i, n in enumerate(sizes):
+        steps.append(Call(x[:, start:start + n], pe(cos, sin, start, start + n),
+                          past_key_value=Prev(i - 1, 1) if i else None, use_cache=True))
+        start += n
+    steps.append(Call(x, pe(cos, sin, 0, S), use_cache=True))
+    last, full = len(sizes) - 1, len(sizes)
+    return Case(init=dict(config=cfg), steps=steps, checks=[
+        Same(Cat([Out(i, 0) for i in range(len(sizes))], dim=1), Out(full, 0), MATCH_FULL),
+        Same(Out(last, 1, 0), Out(full, 1, 0), CACHE_FULL),
+        Same(Out(last, 1, 1), Out(full, 1, 1), CACHE_FULL),
+    ])
+
+
+@case(targets="GQA (8 heads, 2 KV heads), causal, use_cache=False returns None")
+def gqa_causal(rng):
+    return future_check(rng, config(), 8, B=2, S=7, t=3)
+
+
+@case(targets="MHA (num_key_value_heads=None) on the flash path")
+def mha_flash(rng):
+    return future_check(rng, config(hidden=32, heads=4, kv=None, flash=True), 8, B=2, S=6, t=2)
+
+
+@case(targets="prefill, then decode steps with past_key_value == one full forward")
+def prefill_then_decode(rng):
+    return chunks_then_full(rng, config(), 8, B=2, sizes=[5, 1, 1])
+
+
+@case(targets="chunked prefill on the flash path: the causal mask needs the cache offset")
+def chunked_prefill_flash(rng):
+    return chunks_then_full(rng, config(hidden=48, heads=6, kv=3, flash=True), 8, B=1, sizes=[3, 4, 2])
+
+
+def padded_prompt_then_decode(rng, cfg, hd, lengths, S):
+    """Right-padded prompts, then one generated token per sequence; the pads must stay invisible."""
+    B, hidden = len(lengths), cfg.fields["hidden_size"]
+    cos, sin = rope_tables(S + 1, hd)
+    mask = torch.zeros(B, S, dtype=torch.long)
+    for b, n in enumerate(lengths):
+        mask[b, :n] = 1
+    padded = (mask == 0)[:, :, None]  # (B, S, 1): outputs at padded positions are not graded
+    grown = torch.cat([mask, torch.ones(B, 1, dtype=torch.long)], dim=1)  # the new token is real
+    x, new = rng.randn(B, S, hidden), rng.randn(B, 1, hidden)
+    x2 = torch.where(padded, rng.randn(B, S, hidden), x)  # same real tokens, other padding
+    steps = []
+    for prompt in (x, x2):
+        first = len(steps)
+        steps += [Call(prompt, pe(cos, sin, 0, S), use_cache=True, attention_mask=mask).ungraded(padded, 0),
+                  Call(new, pe(cos, sin, S, S + 1), past_key_value=Prev(first, 1), use_cache=True, attention_mask=grown)]
+    because = ("changing only padding tokens changed the output of a generated token: keys where attention_mask is 0 "
+               "must never be attended, also when they sit in the cache")
+    return Case(init=dict(config=cfg), steps=steps, checks=[Same(Out(3, 0), Out(1, 0), because)])
+
+
+@case(targets="right-padded prompts, then decoding: padded keys in the cache are never attended")
+def right_padding(rng):
+    return padded_prompt_then_decode(rng, config(flash=False), 8, lengths=[6, 4, 2], S=6)
+
+
+@case(targets="right padding on the flash path, one KV head")
+def padding_flash(rng):
+    return padded_prompt_then_decode(rng, config(hidden=32, heads=4, kv=1, flash=True), 8, lengths=[3, 5], S=5)
+
+
+@case(targets="dropout in the config, eval mode: no dropout applied")
+def dropout_in_eval(rng):
+    cos, sin = rope_tables(5, 8)
+    return Case(init=dict(config=config(dropout=0.3)), steps=[Call(rng.randn(2, 5, 64), pe(cos, sin, 0, 5))])
+
+
+@case(targets="one token, batch 1")
+def single_token(rng):
+    cos, sin = rope_tables(1, 16)
+    return Case(init=dict(config=config(hidden=64, heads=4, kv=2)), steps=[Call(rng.randn(1, 1, 64), pe(cos, sin, 0, 1))])
