@@ -107,6 +107,27 @@ def solution(problem: ProblemArg,
     raise typer.Exit(cmd.run(problem, yes, problems_dir))
 
 
+@app.command()
+def new(problem: ProblemArg,
+        kind: Annotated[str, typer.Option(help="function or module")] = "function",
+        dir_: Annotated[Path, typer.Option("--dir", help="The pack folder to create it in.")] = Path("."),
+        title: Annotated[Optional[str], typer.Option(help="The problem's title.")] = None):
+    """Scaffold a new problem (spec, statement, cases, reference, stub template, variants) in a pack."""
+    from torchcode.commands import new as cmd
+
+    raise typer.Exit(cmd.run(problem, kind, dir_, title))
+
+
+@app.command()
+def validate(problems: Annotated[Optional[list[str]], typer.Argument(help="Problem ids (default: all).")] = None,
+             seeds: Annotated[int, typer.Option(help="How many seeds the reference must pass on.")] = 3,
+             problems_dir: PacksOpt = None):
+    """Check problems: spec, statement, stub, reference on several seeds, known-wrong and correct variants, time."""
+    from torchcode.commands import validate as cmd
+
+    raise typer.Exit(cmd.run(problems, problems_dir, seeds))
+
+
 def main() -> None:
     try:
         app()

@@ -1,0 +1,57 @@
+"""`new`: scaffold a problem folder, reference and stub template in a pack, every field commented.
+
+The scaffold is a small working problem (plain attention) that validates as written, so an
+author starts from green and changes one thing at a time.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from string import Template
+
+from torchcode.errors import UsageError
+
+SKELETON = Path(__file__).resolve().parent / "skeleton"
+_ID = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+@dataclass
+class Created:
+    pack: Path
+    files: list[Path]
+
+
+def entry_name(problem_id: str, kind: str) -> str:
+    if kind == "module":
+        return "".join(part.capitalize() for part in problem_id.split("_"))
+    return problem_id
+
+
+def new_problem(problem_id: str, kind: str, pack: Path, title: str | None = None) -> Created:
+    if not _ID.match(problem_id):
+        raise UsageError(f"'{problem_id}' is not a valid problem id: use lower-case letters, digits and underscores")
+    if kind not in ("function", "module"):
+        raise UsageError("--kind must be 'function' or 'module'")
+    pack = pack.resolve()
+    folder = pack / "problems" / problem_id
+    targets = {
+        "problem.toml": folder / "problem.toml",
+        "statement.md": folder / "statement.md",
+        "cases.py": folder / "cases.py",
+        "wrong_missing_scale.py": folder / "wrong" / "missing_scale.py",
+        "right_einsum.py": folder / "right" / "einsum.py",
+        "solution.py": pack / "solutions" / f"{problem_id}.py",
+        "template.py.j2": pack / "templates" / f"{problem_id}.py.j2",
+    }
+    existing = [p for p in targets.values() if p.exists()]
+    if existing:
+        raise UsageError(f"not overwriting existing files: {', '.join(map(str, existing))}")
+    values = {"id": problem_id, "name": entry_name(problem_id, kind),
+              "title": title or problem_id.replace("_", " ").title()}
+    for src, dst in targets.items():
+        text = Template((SKELETON / kind / src).read_text(encoding="utf-8")).substitute(values)
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        dst.write_text(text, encoding="utf-8")
+    return Created(pack, list(targets.values()))

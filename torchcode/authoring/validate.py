@@ -1,0 +1,208 @@
+"""`validate`: prove a problem is sound before learners see it.
+
+For each problem, in order (a failed step does not stop the others unless they need it):
+  1. spec      the problem.toml parses, has every field, and its format version is supported
+  2. files     the statement renders, hints are non-empty, the stub renders with the exact
+               entry point and a TODO marker
+  3. stub      the stub, graded, is "not implemented"
+  4. reference the reference is accepted on several seeds, and the cases are deterministic
+  5. variants  every known-wrong submission is rejected (with its declared verdict), every
+               correct alternative accepted; at least one of each exists
+  6. budget    every hidden case runs within half its time limit on the reference
+Returns plain data; rendering is elsewhere.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from torchcode.catalog import Catalog, ProblemSpec
+from torchcode.errors import SpecError
+
+EXPECT = re.compile(r"^#\s*expect:\s*(\w+)", re.M)
+
+
+@dataclass
+class Item:
+    check: str  # spec, files, stub, reference, variants, budget
+    ok: bool
+    what: str  # one line: what was checked or what failed
+    file: str = ""
+    fix: str = ""
+
+
+@dataclass
+class ProblemValidation:
+    problem: str
+    items: list[Item] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(i.ok for i in self.items)
+
+    def add(self, check: str, ok: bool, what: str, file: Path | str = "", fix: str = "") -> bool:
+        self.items.append(Item(check, ok, what, str(file), fix))
+        return ok
+
+
+def expected_verdict(path: Path) -> str | None:
+    m = EXPECT.search(path.read_text(encoding="utf-8", errors="replace"))
+    return m.group(1) if m else None
+
+
+def stub_interface_problem(source: str, spec: ProblemSpec) -> str | None:
+    """Does the rendered stub define the entry point with the exact signature? (read, not run)"""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as e:
+        return f"the stub is not valid Python (line {e.lineno}: {e.msg})"
+    e = spec.entry
+    nodes = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    node = nodes.get(e.name)
+    if node is None:
+        return f"the stub does not define `{e.name}`"
+
+    def params(fn: ast.FunctionDef, skip_self: bool) -> list[str]:
+        names = [a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
+        return names[1:] if skip_self else names
+
+    if e.is_module:
+        if not isinstance(node, ast.ClassDef):
+            return f"`{e.name}` should be a class in the stub"
+        methods = {n.name: n for n in node.body if isinstance(n, ast.FunctionDef)}
+        for meth, want in (("__init__", list(e.init)), ("forward", list(e.params))):
+            if meth not in methods:
+                return f"the stub's class has no {meth}"
+            if params(methods[meth], True) != want:
+                return f"{e.name}.{meth} takes ({', '.join(params(methods[meth], True))}), the spec says ({', '.join(want)})"
+        return None
+    if not isinstance(node, ast.FunctionDef):
+        return f"`{e.name}` should be a function in the stub"
+    if params(node, False) != list(e.params):
+        return f"{e.name} takes ({', '.join(params(node, False))}), the spec says ({', '.join(e.params)})"
+    return None
+
+
+def validate_problem(spec: ProblemSpec, grader, seeds: tuple[int, ...] = (0, 1, 2)) -> ProblemValidation:
+    v = ProblemValidation(spec.id)
+    try:
+        _validate(v, spec, grader, seeds)
+    except SpecError as e:  # the reference or the cases broke while grading
+        v.add("reference", False, str(e), e.path, "fix the file named above")
+    return v
+
+
+def _validate(v: ProblemValidation, spec: ProblemSpec, grader, seeds: tuple[int, ...]) -> None:
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    from torchcode.scaffold import render_stub
+
+    v.add("spec", True, f"problem.toml parses (format {spec.format})", spec.folder / "problem.toml")
+
+    # 2. statement, hints, stub
+    try:
+        text = spec.statement()
+        Console(file=io.StringIO(), width=100).print(Markdown(text))
+        v.add("files", bool(text.strip()), "statement.md renders" if text.strip() else "statement.md is empty",
+              spec.statement_path, "" if text.strip() else "write the statement")
+    except SpecError as e:
+        v.add("files", False, str(e), spec.statement_path, "add statement.md")
+    empty = [i + 1 for i, h in enumerate(spec.hints) if not h.strip()]
+    v.add("files", not empty, f"{len(spec.hints)} hints, none empty" if not empty else f"hints {empty} are empty",
+          spec.folder / "problem.toml", "" if not empty else "write every hint")
+    stub_text = None
+    try:
+        stub_text = render_stub(spec)
+    except SpecError as e:
+        v.add("files", False, str(e), spec.template_path, "fix the template")
+    if stub_text is not None:
+        problem = stub_interface_problem(stub_text, spec)
+        v.add("files", problem is None, problem or f"stub defines {spec.entry.signature()}", spec.template_path,
+              "make the template's signature match [entry] in problem.toml" if problem else "")
+        has_todo = "TODO" in stub_text
+        v.add("files", has_todo, "stub has a TODO marker" if has_todo else "stub has no TODO marker",
+              spec.template_path, "" if has_todo else "tell the learner what to write with # TODO comments")
+
+    # cases and reference must load before anything can be graded
+    try:
+        problem = grader.problem(spec)
+    except SpecError as e:
+        v.add("reference", False, str(e), e.path, "fix the file named above")
+        return
+
+    # 3. the stub is not implemented
+    if stub_text is not None:
+        with tempfile.TemporaryDirectory() as d:
+            stub_file = Path(d) / f"{spec.id}.py"
+            stub_file.write_text(stub_text)
+            r = grader.grade(spec, stub_file, seed=seeds[0])
+        v.add("stub", r.verdict.value == "not_implemented",
+              f"stub graded: {r.verdict.value}" + ("" if r.verdict.value == "not_implemented" else f" ({r.message[:160]})"),
+              spec.template_path, "" if r.verdict.value == "not_implemented" else
+              "the stub must raise NotImplementedError in every entry method, and must not already pass")
+
+    # 4. the reference passes on several seeds; cases are deterministic given a seed
+    ref_reports = []
+    for seed in seeds:
+        r = grader.grade(spec, spec.solution_path, seed=seed)
+        ref_reports.append(r)
+        if not v.add("reference", r.passed, f"reference on seed {seed}: {r.verdict.value}"
+                     + ("" if r.passed else f" in case {r.first_failure.name if r.first_failure else '?'}: {r.message[:200]}"),
+                     spec.solution_path, "" if r.passed else "fix the reference or the case that it fails"):
+            break
+    same = all(_case_bytes(problem, d, seeds[0]) == _case_bytes(problem, d, seeds[0]) for d in problem.cases)
+    v.add("reference", same, "cases are deterministic for a given seed" if same else
+          "a case builds different inputs from the same seed", spec.cases_path,
+          "" if same else "draw every random value from the rng argument, never from torch's global generator")
+
+    # 5. mutation check
+    wrong, right = spec.variants("wrong"), spec.variants("right")
+    v.add("variants", bool(wrong), f"{len(wrong)} known-wrong submissions" if wrong else "no known-wrong submission",
+          spec.folder / "wrong", "" if wrong else "add realistic mistakes under wrong/, each with '# expect: VERDICT'")
+    v.add("variants", bool(right), f"{len(right)} correct alternatives" if right else "no correct alternative",
+          spec.folder / "right", "" if right else "add a correct alternative under right/ ('# expect: accepted')")
+    for path in wrong:
+        want = expected_verdict(path)
+        r = grader.grade(spec, path, seed=seeds[0])
+        if r.passed:
+            v.add("variants", False, f"mutant survived: {path.name} was accepted", path,
+                  "add a hidden case that catches this mistake")
+        elif want and r.verdict.value != want:
+            v.add("variants", False, f"{path.name} was rejected as {r.verdict.value}, declared {want}: {r.message[:160]}",
+                  path, "fix the '# expect:' line or the cases")
+        else:
+            v.add("variants", True, f"{path.name} rejected: {r.verdict.value}", path)
+    for path in right:
+        ok = all(grader.grade(spec, path, seed=s).passed for s in seeds)
+        v.add("variants", ok, f"{path.name} accepted on {len(seeds)} seeds" if ok else f"{path.name} was rejected",
+              path, "" if ok else "a correct alternative fails: loosen a case that is too strict, or fix the alternative")
+
+    # 6. time budget
+    slow = [(c.name, c.seconds) for r in ref_reports for c in r.cases if c.seconds > spec.grading.time_limit / 2]
+    v.add("budget", not slow, f"every case within half its {spec.grading.time_limit:g} s limit" if not slow else
+          f"cases too slow on the reference: {', '.join(f'{n} ({s:.2f} s)' for n, s in slow)}", spec.cases_path,
+          "" if not slow else "shrink the case or raise [grading] time_limit")
+
+
+def _case_bytes(problem, cdef, seed: int) -> bytes:
+    prep = problem.prepare(cdef, seed)
+    return repr(prep.header).encode() + b"".join(prep.message.blobs)
+
+
+def validate(catalog: Catalog, ids: list[str], grader, seeds: tuple[int, ...] = (0, 1, 2)) -> list[ProblemValidation]:
+    results = []
+    for pid in ids:
+        if pid in catalog.broken:
+            err = catalog.broken[pid]
+            pv = ProblemValidation(pid)
+            pv.add("spec", False, str(err), err.path, "fix the field named above")
+            results.append(pv)
+            continue
+        results.append(validate_problem(catalog.get(pid), grader, seeds))
+    return results
