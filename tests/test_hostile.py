@@ -3,24 +3,36 @@
 from __future__ import annotations
 
 import os
+import re
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from conftest import expected_verdict
+from torchcode.grader import confine
 from torchcode.grader.judge import Limits
 
+
+def problem_of(path: Path) -> str:
+    m = re.search(r"^# problem: (\w+)", path.read_text(), re.M)
+    return m.group(1) if m else "sdpa"
+
 HOSTILE = sorted((Path(__file__).parent / "hostile").glob("*.py"))
+CONFINABLE = sys.platform == "linux" and confine._abi() >= 1
+needs_confinement = pytest.mark.skipif(not CONFINABLE, reason="this kernel has no Landlock/seccomp")
 
 
 @pytest.mark.parametrize("path", HOSTILE, ids=[p.stem for p in HOSTILE])
 def test_hostile_submission(grader, catalog, path):
+    if "# needs: confinement" in path.read_text() and not CONFINABLE:
+        pytest.skip("this kernel has no Landlock/seccomp")
     old = grader.limits
     grader.limits = Limits(time_limit=1.0)
     try:
         start = time.monotonic()
-        report = grader.grade(catalog.get("sdpa"), path)
+        report = grader.grade(catalog.get(problem_of(path)), path)
     finally:
         grader.limits = old
     assert report.verdict.value == expected_verdict(path), (report.verdict, report.message)
@@ -80,3 +92,65 @@ def _children(pid: int) -> list[int]:
                 out.append(int(d.name))
     grandchildren = [c for child in out for c in _children(child)]
     return out + grandchildren
+
+
+@needs_confinement
+def test_confinement_is_in_force(grader, catalog):
+    report = grader.grade(catalog.get("sdpa"), catalog.get("sdpa").solution_path)
+    assert report.limits["confined"] == {"filesystem": True, "processes": True}
+
+
+@needs_confinement
+def test_reference_stays_out_of_reach(grader, catalog):
+    report = grader.grade(catalog.get("sdpa"), Path(__file__).parent / "hostile" / "imports_reference_dynamically.py")
+    assert "Permission denied" in report.message
+
+
+def test_memory_limit_names_its_value(grader, catalog):
+    report = grader.grade(catalog.get("sdpa"), Path(__file__).parent / "hostile" / "allocates_50gb.py")
+    assert f"{grader.limits.memory_mb} MB" in report.message
+
+
+def test_total_time_limit(grader, catalog):
+    grader.limits = Limits(time_limit=5.0, total_limit=0.8)
+    try:
+        report = grader.grade(catalog.get("sdpa"), Path(__file__).parent / "hostile" / "sleep_forever.py")
+    finally:
+        grader.limits = Limits()
+    assert report.verdict.value == "time_limit" and "whole check" in report.message
+
+
+def test_ctrl_c_stops_the_check_and_leaves_no_process(cli, workdir):
+    """SIGINT to a running `torchcode check`: exit 130, worker and zygote gone, nothing recorded as a verdict."""
+    import shutil
+    import signal
+    import subprocess
+
+    shutil.copy(Path(__file__).parent / "hostile" / "infinite_loop.py", workdir / "sdpa.py")
+    exe = shutil.which("torchcode")
+    cmd = [exe] if exe else [sys.executable, "-m", "torchcode"]
+    p = subprocess.Popen(cmd + ["check", "sdpa", "--time-limit", "60"], cwd=workdir, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    family: list[int] = []
+    while time.monotonic() < deadline:  # wait until the worker runs: the CLI, its zygote and a grandchild
+        family = _children(p.pid)
+        if len(family) >= 2:
+            break
+        time.sleep(0.05)
+    assert len(family) >= 2, "the worker never started"
+    time.sleep(0.3)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 130, (out, err)
+    assert "interrupted" in err and "Traceback" not in err
+    time.sleep(0.2)
+    alive = [pid for pid in family if Path(f"/proc/{pid}").exists() and "Z" not in _state(pid)]
+    assert alive == [], alive
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"

@@ -64,11 +64,15 @@ def check(target: Annotated[Optional[str], typer.Argument(
           seed: Annotated[Optional[int], typer.Option(help="Reproduce a run: the seed printed on failure.")] = None,
           json_: Annotated[bool, typer.Option("--json", help="Print one JSON report and nothing else on stdout.")] = False,
           time_limit: Annotated[Optional[float], typer.Option(help="Seconds per hidden case (default: the problem's).")] = None,
+          total_time_limit: Annotated[float, typer.Option(help="Seconds for the whole check.")] = 120.0,
+          memory_limit: Annotated[int, typer.Option(help="MB of address space for your code's process.")] = 6144,
           problems_dir: PacksOpt = None):
     """Grade your solution on hidden cases. Exit code: 0 accepted, 1 rejected, 2 could not run."""
     from torchcode.commands import check as cmd
+    from torchcode.grader.limits import Limits
 
-    raise typer.Exit(cmd.run(target, problem, seed, json_, time_limit, problems_dir))
+    limits = Limits(time_limit=time_limit, total_limit=total_time_limit, memory_mb=memory_limit)
+    raise typer.Exit(cmd.run(target, problem, seed, json_, limits, problems_dir))
 
 
 @app.command()

@@ -11,15 +11,19 @@ from torchcode.errors import StoreError
 from torchcode.render import console, err_console
 
 
-def run(target: str | None, problem: str | None, seed: int | None, as_json: bool, time_limit: float | None,
+def run(target: str | None, problem: str | None, seed: int | None, as_json: bool, limits,
         problems_dirs: list[Path] | None) -> int:
     cat = catalog(problems_dirs)
     st = store()
     spec, path = resolve_target(cat, st, target, problem)
-    from torchcode.grader.judge import Grader, Limits  # the only command that imports torch
+    from torchcode.grader.judge import Grader  # the only command that imports torch
 
-    with Grader(Limits(time_limit=time_limit)) as grader:
-        report = grader.grade(spec, path, seed=seed)
+    try:
+        with Grader(limits) as grader:
+            report = grader.grade(spec, path, seed=seed)
+    except KeyboardInterrupt:
+        err_console().print("interrupted: the check was stopped and nothing was recorded", markup=False)
+        return 130
     try:
         st.record_attempt(problem=spec.id, verdict=report.verdict.value, passed=report.cases_passed,
                           total=len(report.cases), seconds=report.seconds,

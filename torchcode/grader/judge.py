@@ -23,18 +23,10 @@ from torchcode.grader import cases as caseapi
 from torchcode.grader import compare, execute, protocol
 from torchcode.grader.protocol import ConstTensor, NamespaceValue, PrevRef, Unsupported
 from torchcode.grader.result import CaseResult, Mismatch, Report, Verdict, overall
+from torchcode.grader.limits import Limits
 from torchcode.grader.sandbox import WorkerProcess, Zygote
 
 OUTPUT_SHOWN = 4000
-
-
-@dataclass
-class Limits:
-    time_limit: float | None = None  # seconds per case; None: the problem's own
-    load_limit: float = 30.0  # seconds to import the learner's file
-    memory_mb: int = 6144  # address space of the worker (torch alone maps ~1 GB)
-    output_bytes: int = 8 << 20  # what the learner's code may print
-    threads: int = 1
 
 
 @dataclass
@@ -346,7 +338,7 @@ def _no_grad(res: CaseResult, what: str) -> CaseResult:
 
 _ERROR_VERDICTS = {
     "syntax": Verdict.SYNTAX_ERROR, "interface": Verdict.BAD_INTERFACE, "not_implemented": Verdict.NOT_IMPLEMENTED,
-    "forbidden": Verdict.FORBIDDEN_CALL, "runtime": Verdict.RUNTIME_ERROR, "memory": Verdict.RUNTIME_ERROR,
+    "forbidden": Verdict.FORBIDDEN_CALL, "runtime": Verdict.RUNTIME_ERROR, "memory": Verdict.MEMORY_LIMIT,
 }
 
 
@@ -357,6 +349,9 @@ def _error_result(res: CaseResult, err: dict) -> CaseResult:
     msg = str(err.get("message", "")) if isinstance(err, dict) else ""
     if res.verdict is Verdict.NOT_IMPLEMENTED:
         msg = f"your code still raises NotImplementedError {err.get('stage', '')}: replace the TODOs with your implementation"
+    elif res.verdict is Verdict.MEMORY_LIMIT:
+        msg = (f"your code ran out of memory {err.get('stage', '')}: the worker may use at most {{memory_mb}} MB "
+               "(--memory-limit). Look for a tensor far larger than the inputs.")
     elif res.verdict is Verdict.FORBIDDEN_CALL:
         names = err.get("names") or []
         msg = (f"your code used {', '.join(names)}, which this problem forbids: write it yourself from basic tensor ops"
@@ -404,28 +399,31 @@ class Grader:
         per_case = lim.time_limit or spec.grading.time_limit
         report = Report(problem=spec.id, file=str(path), verdict=Verdict.ACCEPTED, seed=seed,
                         sha256=hashlib.sha256(source).hexdigest(),
-                        limits={"time_per_case_s": per_case, "load_s": lim.load_limit, "memory_mb": lim.memory_mb})
+                        limits={"time_per_case_s": per_case, "total_s": lim.total_limit, "load_s": lim.load_limit,
+                                "memory_mb": lim.memory_mb, "output_bytes": lim.output_bytes, "processes": 0})
         with tempfile.TemporaryDirectory(prefix="torchcode-") as tmp:
             log = Path(tmp) / "output.txt"
             work = Path(tmp) / "cwd"
             work.mkdir()
             worker = self.zygote.spawn({"log": str(log), "cwd": str(work), "memory_mb": lim.memory_mb,
-                                        "output_bytes": lim.output_bytes, "threads": lim.threads})
+                                        "output_bytes": lim.output_bytes, "threads": lim.threads, "path": str(path),
+                                        "confine": lim.confine, "protected": protected_paths(spec)})
             try:
                 self._run(worker, spec, path, seed, per_case, report, only)
             finally:
                 worker.kill()
                 info = worker.finish()
                 report.output = _read_output(log)
-        if report.verdict is Verdict.CRASHED and "{exit}" in report.message:
-            report.message = report.message.replace("{exit}", info.describe())
-            for c in report.cases:
-                c.message = c.message.replace("{exit}", info.describe())
+        fill = {"{exit}": info.describe(), "{memory_mb}": str(lim.memory_mb)}
+        for obj in [report, *report.cases]:
+            for key, value in fill.items():
+                obj.message = obj.message.replace(key, value)
         report.seconds = time.perf_counter() - t0
         return report
 
     def _run(self, worker: WorkerProcess, spec, path, seed, per_case, report: Report, only) -> None:
         lim = self.limits
+        started = time.perf_counter()
         problem = self.problem(spec)
         defs = [d for d in problem.cases if not only or d.name in only]
         worker.send(protocol.Message(), {"op": "load", "path": str(path), "forbidden": list(spec.forbidden),
@@ -446,6 +444,8 @@ class Grader:
             report.cases = [CaseResult(d.name, Verdict.NOT_RUN, targets=d.targets) for d in defs]
             return
         report.load_seconds = float(reply.get("seconds", time.perf_counter() - t_load) or 0.0)
+        if isinstance(reply.get("confined"), dict):
+            report.limits["confined"] = {str(k): bool(v) for k, v in reply["confined"].items()}
         if "error" in reply:
             r = _error_result(CaseResult("import", Verdict.RUNTIME_ERROR), reply["error"])
             report.verdict, report.message = r.verdict, r.message
@@ -461,14 +461,18 @@ class Grader:
                 continue
             prep = first if k == 0 else problem.prepare(d, seed)
             t = time.perf_counter()
+            left = lim.total_limit - (t - started)
+            limit = min(per_case, max(left, 0.0))
             try:
                 worker.send(prep.message, prep.header)
-                reply, tensors = worker.receive(per_case)
+                reply, tensors = worker.receive(limit)
             except protocol.Timeout:
                 worker.kill()
-                report.cases.append(CaseResult(d.name, Verdict.TIME_LIMIT, targets=prep.case.targets, seconds=per_case,
-                                               message=f"still running after {per_case:g} s, the time limit per case: "
-                                                       "look for an endless loop, or a Python loop over every element"))
+                which = (f"{per_case:g} s, the time limit per case" if limit == per_case
+                         else f"{lim.total_limit:g} s, the time limit for the whole check")
+                report.cases.append(CaseResult(d.name, Verdict.TIME_LIMIT, targets=prep.case.targets, seconds=limit,
+                                               message=f"still running after {which}: look for an endless loop, "
+                                                       "or a Python loop over every element"))
                 dead = "an earlier case hit the time limit"
                 continue
             except (protocol.PeerClosed, protocol.ProtocolError, BrokenPipeError, ConnectionResetError):
@@ -483,6 +487,16 @@ class Grader:
         report.verdict = overall(report.cases)
         first_bad = next((c for c in report.cases if c.verdict is report.verdict), None)
         report.message = first_bad.message if first_bad and not report.passed else ""
+
+
+def protected_paths(spec: ProblemSpec) -> list[str]:
+    """What a submission may not read or write: the grader, every pack's problems, the user's state."""
+    from torchcode import paths
+
+    packs = {spec.pack, paths.builtin_pack(), *(p.expanduser().resolve() for p in paths.extra_packs())}
+    dirs = [paths.PACKAGE_DIR, paths.home()]
+    dirs += [pack / sub for pack in packs for sub in ("problems", "solutions", "templates")]
+    return [str(d) for d in dirs]
 
 
 def _read_output(log: Path) -> str:

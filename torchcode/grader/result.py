@@ -20,6 +20,7 @@ class Verdict(str, Enum):
     FORBIDDEN_CALL = "forbidden_call"
     TOO_MUCH_MEMORY = "too_much_memory"  # an intermediate as large as the full score matrix
     TIME_LIMIT = "time_limit"
+    MEMORY_LIMIT = "memory_limit"  # the worker's address-space limit was hit
     CRASHED = "crashed"  # the process died (signal, os._exit, out of memory)
     NOT_RUN = "not_run"  # an earlier case killed the worker
 
@@ -31,7 +32,7 @@ class Verdict(str, Enum):
 # Which verdict explains a failed check best, when cases disagree: earlier is stronger.
 SEVERITY = [
     Verdict.SYNTAX_ERROR, Verdict.BAD_INTERFACE, Verdict.NOT_IMPLEMENTED, Verdict.FORBIDDEN_CALL,
-    Verdict.CRASHED, Verdict.TIME_LIMIT, Verdict.RUNTIME_ERROR, Verdict.TOO_MUCH_MEMORY,
+    Verdict.CRASHED, Verdict.TIME_LIMIT, Verdict.MEMORY_LIMIT, Verdict.RUNTIME_ERROR, Verdict.TOO_MUCH_MEMORY,
     Verdict.WRONG_OUTPUT, Verdict.WRONG_ANSWER, Verdict.NOT_RUN, Verdict.ACCEPTED,
 ]
 

@@ -69,6 +69,19 @@ def _confine(config: dict) -> None:
     os.close(null)
     os.chdir(config["cwd"])
     torch.set_num_threads(int(config.get("threads", 1)))
+    _CONFINED.clear()
+    if config.get("confine", True):
+        from torchcode.grader import confine
+
+        learner = os.path.realpath(config["path"])
+        folder = os.path.dirname(learner)
+        protected = [os.path.realpath(p) for p in config.get("protected", [])]
+        readable = [learner] + ([folder] if not any(q == folder or q.startswith(folder + "/") for q in protected) else [])
+        _CONFINED["filesystem"] = confine.restrict_filesystem(protected, readable, [config["cwd"]])
+        _CONFINED["processes"] = confine.no_new_processes()
+
+
+_CONFINED: dict[str, bool] = {}
 
 
 def _learner_traceback(exc: BaseException, path: str) -> str:
@@ -161,7 +174,7 @@ class Worker:
         problem = self._interface_problem(module)
         if problem:
             return {"error": {"kind": "interface", "message": problem}}
-        return {"ok": True, "seconds": time.perf_counter() - start}
+        return {"ok": True, "seconds": time.perf_counter() - start, "confined": dict(_CONFINED)}
 
     def _interface_problem(self, module) -> str | None:
         name, kind = self.spec["name"], self.spec["kind"]
@@ -236,8 +249,14 @@ class Worker:
         tb = _learner_traceback(e, self.path)
         if isinstance(e, NotImplementedError):
             return {"kind": "not_implemented", "message": str(e), "stage": stage, "traceback": tb}
-        if isinstance(e, MemoryError):
-            return {"kind": "memory", "message": "ran out of memory (MemoryError)", "stage": stage, "traceback": tb}
+        if isinstance(e, MemoryError) or (isinstance(e, RuntimeError) and any(
+                s in str(e) for s in ("can't allocate memory", "not enough memory", "DefaultCPUAllocator"))):
+            return {"kind": "memory", "message": f"ran out of memory {stage}", "stage": stage, "traceback": tb}
+        if isinstance(e, OSError) and e.errno == errno.EPERM and any(
+                f.name in ("fork", "_fork_exec", "_execute_child", "fork_exec", "posix_spawn", "system")
+                for f in traceback.extract_tb(e.__traceback__)):
+            return {"kind": "runtime", "message": f"your code tried to start a process {stage}; submissions may not "
+                    "fork or run programs", "stage": stage, "traceback": tb}
         if isinstance(e, OSError) and e.errno == errno.EFBIG:
             return {"kind": "runtime", "message": f"your code printed more than the output limit "
                     f"({self.output_limit >> 20} MB) {stage}", "stage": stage, "traceback": tb}

@@ -17,6 +17,7 @@ VERDICT_STYLE = {
     "forbidden_call": ("bold magenta", "Forbidden call"),
     "too_much_memory": ("bold magenta", "Too much memory"),
     "time_limit": ("bold yellow", "Time limit exceeded"),
+    "memory_limit": ("bold yellow", "Memory limit exceeded"),
     "crashed": ("bold red", "Crashed"),
     "not_run": ("dim", "Not run"),
 }

@@ -1,0 +1,16 @@
+"""Resource limits of a check (plain data, no torch)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class Limits:
+    time_limit: float | None = None  # seconds per case; None: the problem's own
+    load_limit: float = 30.0  # seconds to import the learner's file
+    memory_mb: int = 6144  # address space of the worker (torch alone maps ~1 GB)
+    output_bytes: int = 8 << 20  # what the learner's code may print
+    threads: int = 1
+    total_limit: float = 120.0  # seconds for the whole check
+    confine: bool = True  # seccomp (no new processes) and Landlock (no access to the grader's files)
