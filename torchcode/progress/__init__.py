@@ -92,6 +92,7 @@ class Store:
         conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
         try:
             conn.execute("PRAGMA busy_timeout = 30000")
+            conn.execute("PRAGMA synchronous = NORMAL")  # with WAL: a crash never corrupts, one fsync per checkpoint
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
                 raise StoreError(f"{self.path} was written by a newer torchcode (schema {version}); upgrade torchcode")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 
 from rich.console import Console, Group
-from rich.markdown import Markdown
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -38,6 +37,8 @@ def problem_table(con: Console, problems: list[ProblemSpec], progress: dict[str,
 
 
 def statement(con: Console, p: ProblemSpec, revealed: int) -> None:
+    from rich.markdown import Markdown  # markdown-it costs ~60 ms: only the commands that show text pay it
+
     meta = Text.assemble(("difficulty: ", "dim"), (p.difficulty, DIFF_STYLE.get(p.difficulty, "")),
                          ("   tags: ", "dim"), ", ".join(p.tags), ("   entry point: ", "dim"), p.entry.signature())
     con.print(Panel(Group(meta, Markdown(p.statement())), title=f"[bold]{p.id}[/bold]: {p.title}", expand=True))
@@ -48,6 +49,8 @@ def statement(con: Console, p: ProblemSpec, revealed: int) -> None:
 
 
 def hints(con: Console, p: ProblemSpec, shown: list[str], total: int, only_last: bool) -> None:
+    from rich.markdown import Markdown
+
     items = list(enumerate(shown, 1))
     if only_last:
         items = items[-1:]
