@@ -66,13 +66,17 @@ def check(target: Annotated[Optional[str], typer.Argument(
           time_limit: Annotated[Optional[float], typer.Option(help="Seconds per hidden case (default: the problem's).")] = None,
           total_time_limit: Annotated[float, typer.Option(help="Seconds for the whole check.")] = 120.0,
           memory_limit: Annotated[int, typer.Option(help="MB of address space for your code's process.")] = 6144,
+          device: Annotated[str, typer.Option(help="auto (CUDA when available), cpu or cuda.")] = "auto",
+          dtype: Annotated[Optional[list[str]], typer.Option(
+              help="Grade in this dtype (repeatable; 'all' = every dtype the problem declares). "
+                   "Default: float32 on CPU, all declared dtypes on CUDA.")] = None,
           problems_dir: PacksOpt = None):
     """Grade your solution on hidden cases. Exit code: 0 accepted, 1 rejected, 2 could not run."""
     from torchcode.commands import check as cmd
     from torchcode.grader.limits import Limits
 
-    limits = Limits(time_limit=time_limit, total_limit=total_time_limit, memory_mb=memory_limit)
-    raise typer.Exit(cmd.run(target, problem, seed, json_, limits, problems_dir))
+    limits = Limits(time_limit=time_limit, total_limit=total_time_limit, memory_mb=memory_limit, device=device)
+    raise typer.Exit(cmd.run(target, problem, seed, json_, limits, problems_dir, dtype))
 
 
 @app.command()

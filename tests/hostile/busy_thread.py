@@ -18,6 +18,11 @@ def _spin():
         pass
 
 
+_started = []
+
+
 def scaled_dot_product_attention(Q, K, V, mask=None):
-    threading.Thread(target=_spin, daemon=True).start()
+    if not _started:  # one busy thread, left running after the answer
+        _started.append(threading.Thread(target=_spin, daemon=True))
+        _started[0].start()
     return _attention(Q, K, V, mask)

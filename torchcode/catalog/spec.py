@@ -23,6 +23,7 @@ from torchcode.errors import SpecError
 
 FORMAT_VERSIONS = (1,)
 DIFFICULTIES = ("easy", "medium", "hard")
+DTYPES = ("float32", "bfloat16", "float16")
 ALWAYS_FORBIDDEN = (
     "torch.nn.functional.scaled_dot_product_attention",
     "torch.nn.MultiheadAttention",
@@ -55,6 +56,7 @@ class GradingPolicy:
     time_limit: float = 5.0  # seconds of wall time per hidden case
     factor: float = 10.0  # learner error may be this many times the float32 reference's own error
     floor: float = 1e-5  # ... plus this fraction of the expected tensor's largest magnitude
+    dtypes: tuple[str, ...] = ("float32",)  # graded in these; the first is the CPU default
 
 
 @dataclass(frozen=True)
@@ -201,6 +203,12 @@ class _Validator:
             factor=float(self.get(g, "factor", (int, float), "grading.factor", default=GradingPolicy.factor)),
             floor=float(self.get(g, "floor", (int, float), "grading.floor", default=GradingPolicy.floor)),
         )
+        dtypes = self.strings(g, "dtypes", "grading.dtypes", default=["float32"])
+        bad = [d for d in dtypes if d not in DTYPES]
+        if bad or not dtypes or dtypes[0] != "float32":
+            self.fail("grading.dtypes", f"{list(dtypes)} is not a list of {', '.join(DTYPES)} starting with float32",
+                      'e.g. dtypes = ["float32", "bfloat16", "float16"]')
+        policy = GradingPolicy(policy.time_limit, policy.factor, policy.floor, tuple(dtypes))
         if policy.time_limit <= 0 or policy.factor < 1 or not (0 < policy.floor < 1):
             self.fail("grading", f"out of range: {policy}", "time_limit > 0, factor >= 1, 0 < floor < 1")
 

@@ -6,21 +6,23 @@ import json
 import sys
 from pathlib import Path
 
+from torchcode.catalog.spec import DTYPES
 from torchcode.commands.common import catalog, display_path, resolve_target, store, warn_store
-from torchcode.errors import StoreError
+from torchcode.errors import StoreError, UsageError
 from torchcode.render import console, err_console
 
 
 def run(target: str | None, problem: str | None, seed: int | None, as_json: bool, limits,
-        problems_dirs: list[Path] | None) -> int:
+        problems_dirs: list[Path] | None, dtypes: list[str] | None = None) -> int:
     cat = catalog(problems_dirs)
     st = store()
     spec, path = resolve_target(cat, st, target, problem)
-    from torchcode.grader.judge import Grader  # the only command that imports torch
+    from torchcode.grader.judge import Grader, resolve_device  # the only command that imports torch
 
     try:
-        with Grader(limits) as grader:
-            report = grader.grade(spec, path, seed=seed)
+        with Grader(limits) as grader:  # forks the zygote before anything touches CUDA
+            limits.device = resolve_device(limits.device)
+            report = grader.grade(spec, path, seed=seed, dtypes=_dtypes(spec, dtypes))
     except KeyboardInterrupt:
         err_console().print("interrupted: the check was stopped and nothing was recorded", markup=False)
         return 130
@@ -39,3 +41,17 @@ def run(target: str | None, problem: str | None, seed: int | None, as_json: bool
 
         render(console(), report, display_file=display_path(path))
     return 0 if report.passed else 1
+
+
+def _dtypes(spec, asked: list[str] | None) -> list[str] | None:
+    if not asked:
+        return None  # the default for the device
+    if asked == ["all"]:
+        return list(spec.grading.dtypes)
+    unknown = [d for d in asked if d not in DTYPES]
+    if unknown:
+        raise UsageError(f"--dtype must be one of {', '.join(DTYPES)} or all, not {', '.join(unknown)}")
+    undeclared = [d for d in asked if d not in spec.grading.dtypes]
+    if undeclared:
+        raise UsageError(f"{spec.id} is not graded in {', '.join(undeclared)}; it declares {', '.join(spec.grading.dtypes)}")
+    return asked

@@ -92,7 +92,7 @@ def check_parameters(module: torch.nn.Module, state: dict[str, torch.Tensor]) ->
 
 
 def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=None, dtype=None,
-        make_cotangent=None) -> Execution:
+        make_cotangent=None, device: str = "cpu") -> Execution:
     """Execute ``prog`` on ``entry`` (a function, or a module class).
 
     ``guard_factory()`` returns a context manager wrapped around construction and each
@@ -105,7 +105,7 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
     leaves: list[torch.Tensor] = []
 
     def leaf(t: torch.Tensor) -> torch.Tensor:
-        t = t.clone()
+        t = t.to(device, copy=True)
         if prog.grad and t.is_floating_point():
             t.requires_grad_(True)
         leaves.append(t)
@@ -118,7 +118,7 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
         if isinstance(v, torch.Tensor):
             return leaf(v)
         if isinstance(v, ConstTensor):
-            return v.tensor.clone()
+            return v.tensor.to(device, copy=True)
         if isinstance(v, tuple):
             return tuple(resolve(x) for x in v)
         return materialize(v)
@@ -134,6 +134,7 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
         if not isinstance(module, torch.nn.Module):
             raise InterfaceProblem(f"constructing it returned a {type(module).__name__}, not an nn.Module")
         check_parameters(module, prog.state)
+        module.to(device)
         if dtype is not None:
             module.to(dtype)
         with torch.no_grad():
@@ -166,7 +167,7 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
             except (IndexError, KeyError, TypeError):
                 continue
             if isinstance(out, torch.Tensor) and out.shape == cot.shape and out.requires_grad:
-                term = (out * cot.to(out.dtype)).sum()
+                term = (out * cot.to(out.device, out.dtype)).sum()
                 loss = term if loss is None else loss + term
         if loss is not None:
             loss.backward()

@@ -67,8 +67,9 @@ class Problem:
             raise SpecError(spec.solution_path, None, f"does not define {spec.entry.name}")
 
     # -- building one case ------------------------------------------------------------------
-    def prepare(self, cdef: caseapi.CaseDef, seed: int) -> Prepared:
+    def prepare(self, cdef: caseapi.CaseDef, seed: int, dtype: str = "float32", device: str = "cpu") -> Prepared:
         c = cdef.make(seed)
+        low = protocol.DTYPES[dtype]
         spec = self.spec
         rng = caseapi.Rng(caseapi.case_seed(seed, c.name + "/weights"))
         state = {}
@@ -95,13 +96,15 @@ class Problem:
                 cot = cot.masked_fill(ignore[(step, path)].expand(out.shape), 0.0)
             return cot
 
-        to64 = lambda t: t.double() if t.is_floating_point() else t.clone()  # noqa: E731
-        gold_prog, ref_prog = program(to64), program(lambda t: t.clone())
+        # the grading dtype rounds the inputs; gold is float64 on exactly those rounded values
+        to_low = lambda t: t.to(low) if t.is_floating_point() else t.clone()  # noqa: E731
+        to64 = lambda t: t.to(low).double() if t.is_floating_point() else t.clone()  # noqa: E731
+        gold_prog, ref_prog = program(to64), program(to_low)
         try:
             gold = execute.run(self.reference, spec.entry.is_module, gold_prog, execute.Stage(),
                                dtype=torch.float64, make_cotangent=make_cot)
-            ref_prog.cotangents = {k: v.clone() for k, v in gold_prog.cotangents.items()}
-            ref = execute.run(self.reference, spec.entry.is_module, ref_prog, execute.Stage())
+            ref_prog.cotangents = {k: v.to(low) for k, v in gold_prog.cotangents.items()}
+            ref = execute.run(self.reference, spec.entry.is_module, ref_prog, execute.Stage(), dtype=low, device=device)
         except Exception as e:  # noqa: BLE001
             raise SpecError(spec.solution_path, None,
                             f"the reference failed on case '{c.name}': {type(e).__name__}: {e}") from None
@@ -110,13 +113,15 @@ class Problem:
         header = {
             "op": "case",
             "init": {k: msg.value(v) for k, v in c.init.items()} if c.init is not None else None,
-            "state": {k: msg.tensor(v) for k, v in state.items()},
-            "steps": [{"args": [msg.value(a) for a in s.args], "kwargs": {k: msg.value(v) for k, v in s.kwargs.items()}}
-                      for s in c.steps],
-            "grad": c.grad, "train": c.train, "max_elements": c.max_intermediate,
+            "state": {k: msg.tensor(to_low(v)) for k, v in state.items()},
+            "steps": [{"args": [msg.value(_cast(a, to_low)) for a in s.args],
+                       "kwargs": {k: msg.value(_cast(v, to_low)) for k, v in s.kwargs.items()}} for s in c.steps],
+            "grad": c.grad, "train": c.train, "max_elements": c.max_intermediate, "dtype": dtype, "device": device,
             "cotangents": [{"step": s, "path": list(p), "t": msg.tensor(t)} for (s, p), t in ref_prog.cotangents.items()],
         }
-        return Prepared(c, header, msg, gold, ref, _leaf_labels(c, spec.entry.params), ignore)
+        if dtype != "float32":
+            c.name = f"{c.name} [{dtype}]"
+        return Prepared(c, header, msg, _cpu(gold), _cpu(ref), _leaf_labels(c, spec.entry.params), ignore)
 
     # -- judging one case -----------------------------------------------------------------------
     def judge(self, p: Prepared, reply: dict, tensors: list[torch.Tensor]) -> CaseResult:
@@ -149,9 +154,9 @@ class Problem:
 
         # 1. structure, type, shape, dtype, device
         for i, (lo, go, ro) in enumerate(zip(outputs, p.gold.outputs, p.ref.outputs)):
-            problem = _structure_problem(lo, go, ro)
+            problem = _structure_problem(lo, go, ro, device=p.header["device"])
             if problem:
-                res.verdict = Verdict.WRONG_OUTPUT
+                res.verdict = Verdict.WRONG_DEVICE if " on device " in problem else Verdict.WRONG_OUTPUT
                 res.message = (f"in call {i + 1}: " if multi else "") + problem
                 return res
 
@@ -220,6 +225,20 @@ class Problem:
 
 
 # -- helpers ---------------------------------------------------------------------------------------
+def _cpu(ex: execute.Execution) -> execute.Execution:
+    """The reference's results on the CPU (comparison happens there); device tensors are copied once."""
+    def move(v):
+        if isinstance(v, torch.Tensor):
+            return v.detach().cpu()
+        if isinstance(v, (tuple, list)):
+            return tuple(move(x) for x in v)
+        return v
+
+    return execute.Execution(outputs=[move(o) for o in ex.outputs],
+                             input_grads={k: move(v) for k, v in ex.input_grads.items()},
+                             param_grads={k: move(v) for k, v in ex.param_grads.items()})
+
+
 class _LT:
     """A tensor the learner returned, with the device it was on."""
 
@@ -253,6 +272,17 @@ def _as_program(v, cast):
         return NamespaceValue({k: _as_program(x, cast) for k, x in v.fields.items()})
     if isinstance(v, (tuple, list)):
         return tuple(_as_program(x, cast) for x in v)
+    return v
+
+
+def _cast(v, cast):
+    """A case value with its tensors cast (for the wire; Prev and Config stay what they are)."""
+    if isinstance(v, torch.Tensor):
+        return cast(v)
+    if isinstance(v, caseapi.Const):
+        return caseapi.Const(cast(v.tensor))
+    if isinstance(v, (tuple, list)):
+        return type(v)(_cast(x, cast) for x in v)
     return v
 
 
@@ -295,7 +325,7 @@ def _describe(v) -> str:
     return type(v).__name__
 
 
-def _structure_problem(got, gold, ref, label: str = "output") -> str | None:
+def _structure_problem(got, gold, ref, label: str = "output", device: str = "cpu") -> str | None:
     """Compare what the learner returned with the reference's structure, recursively."""
     if isinstance(gold, (tuple, list)):
         if not isinstance(got, tuple):
@@ -303,7 +333,7 @@ def _structure_problem(got, gold, ref, label: str = "output") -> str | None:
         if len(got) != len(gold):
             return f"{label} should be a tuple of {len(gold)} items, got a tuple/list of {len(got)}"
         for i, (a, b, r) in enumerate(zip(got, gold, ref)):
-            problem = _structure_problem(a, b, r, f"{label}[{i}]")
+            problem = _structure_problem(a, b, r, f"{label}[{i}]", device)
             if problem:
                 return problem
         return None
@@ -317,8 +347,8 @@ def _structure_problem(got, gold, ref, label: str = "output") -> str | None:
         return f"{label} has shape {list(t.shape)}, expected {list(ref.shape)}"
     if t.dtype != ref.dtype:
         return f"{label} has dtype {t.dtype}, expected {ref.dtype} (keep the inputs' dtype)"
-    if got.device != str(ref.device):
-        return f"{label} is on device {got.device}, expected {ref.device} (keep the inputs' device)"
+    if got.device.split(":")[0] != device:
+        return f"{label} is on device {got.device}, expected {device} (keep the inputs' device)"
     return None
 
 
@@ -339,6 +369,7 @@ def _no_grad(res: CaseResult, what: str) -> CaseResult:
 _ERROR_VERDICTS = {
     "syntax": Verdict.SYNTAX_ERROR, "interface": Verdict.BAD_INTERFACE, "not_implemented": Verdict.NOT_IMPLEMENTED,
     "forbidden": Verdict.FORBIDDEN_CALL, "runtime": Verdict.RUNTIME_ERROR, "memory": Verdict.MEMORY_LIMIT,
+    "device": Verdict.WRONG_DEVICE,
 }
 
 
@@ -349,6 +380,8 @@ def _error_result(res: CaseResult, err: dict) -> CaseResult:
     msg = str(err.get("message", "")) if isinstance(err, dict) else ""
     if res.verdict is Verdict.NOT_IMPLEMENTED:
         msg = f"your code still raises NotImplementedError {err.get('stage', '')}: replace the TODOs with your implementation"
+    elif res.verdict is Verdict.WRONG_DEVICE:
+        msg += ". Create helper tensors (masks, aranges, zeros) on the inputs' device: device=x.device"
     elif res.verdict is Verdict.MEMORY_LIMIT:
         msg = (f"your code ran out of memory {err.get('stage', '')}: the worker may use at most {{memory_mb}} MB "
                "(--memory-limit). Look for a tensor far larger than the inputs.")
@@ -388,7 +421,7 @@ class Grader:
         return self._problems[key]
 
     def grade(self, spec: ProblemSpec, path: Path | str, *, seed: int | None = None,
-              only: list[str] | None = None) -> Report:
+              only: list[str] | None = None, dtypes: list[str] | None = None) -> Report:
         path = Path(path).resolve()
         if not path.is_file():
             raise UsageError(f"no such file: {path}")
@@ -400,16 +433,17 @@ class Grader:
         report = Report(problem=spec.id, file=str(path), verdict=Verdict.ACCEPTED, seed=seed,
                         sha256=hashlib.sha256(source).hexdigest(),
                         limits={"time_per_case_s": per_case, "total_s": lim.total_limit, "load_s": lim.load_limit,
-                                "memory_mb": lim.memory_mb, "output_bytes": lim.output_bytes, "processes": 0})
+                                "memory_mb": lim.memory_mb, "output_bytes": lim.output_bytes, "processes": 0},
+                        device=lim.device, dtypes=list(dtypes or default_dtypes(spec, lim.device)))
         with tempfile.TemporaryDirectory(prefix="torchcode-") as tmp:
             log = Path(tmp) / "output.txt"
             work = Path(tmp) / "cwd"
             work.mkdir()
-            worker = self.zygote.spawn({"log": str(log), "cwd": str(work), "memory_mb": lim.memory_mb,
+            worker = self.zygote.spawn({"log": str(log), "cwd": str(work), "memory_mb": lim.memory_mb, "device": lim.device,
                                         "output_bytes": lim.output_bytes, "threads": lim.threads, "path": str(path),
                                         "confine": lim.confine, "protected": protected_paths(spec)})
             try:
-                self._run(worker, spec, path, seed, per_case, report, only)
+                self._run(worker, spec, path, seed, per_case, report, only, report.dtypes)
             finally:
                 worker.kill()
                 info = worker.finish()
@@ -421,27 +455,27 @@ class Grader:
         report.seconds = time.perf_counter() - t0
         return report
 
-    def _run(self, worker: WorkerProcess, spec, path, seed, per_case, report: Report, only) -> None:
+    def _run(self, worker: WorkerProcess, spec, path, seed, per_case, report: Report, only, dtypes) -> None:
         lim = self.limits
         started = time.perf_counter()
         problem = self.problem(spec)
-        defs = [d for d in problem.cases if not only or d.name in only]
+        defs = [(d, dt) for dt in dtypes for d in problem.cases if not only or d.name in only]
         worker.send(protocol.Message(), {"op": "load", "path": str(path), "forbidden": list(spec.forbidden),
                                          "entry": {"kind": spec.entry.kind, "name": spec.entry.name,
                                                    "params": list(spec.entry.params), "init": list(spec.entry.init)}})
-        first = problem.prepare(defs[0], seed) if defs else None  # overlaps with the worker's import
+        first = problem.prepare(defs[0][0], seed, defs[0][1], lim.device) if defs else None  # overlaps the worker's import
         t_load = time.perf_counter()
         try:
             reply, _ = worker.receive(lim.load_limit)
         except protocol.Timeout:
             report.verdict = Verdict.TIME_LIMIT
             report.message = f"importing your file took longer than {lim.load_limit:g} s: is there a loop or a long computation at the top level?"
-            report.cases = [CaseResult(d.name, Verdict.NOT_RUN, targets=d.targets) for d in defs]
+            report.cases = [CaseResult(d.name, Verdict.NOT_RUN, targets=d.targets) for d, _ in defs]
             return
         except (protocol.PeerClosed, protocol.ProtocolError):
             report.verdict = Verdict.CRASHED
             report.message = "your code's process {exit} while your file was being imported (sys.exit, os._exit or a crash at the top level?)"
-            report.cases = [CaseResult(d.name, Verdict.NOT_RUN, targets=d.targets) for d in defs]
+            report.cases = [CaseResult(d.name, Verdict.NOT_RUN, targets=d.targets) for d, _ in defs]
             return
         report.load_seconds = float(reply.get("seconds", time.perf_counter() - t_load) or 0.0)
         if isinstance(reply.get("confined"), dict):
@@ -449,17 +483,17 @@ class Grader:
         if "error" in reply:
             r = _error_result(CaseResult("import", Verdict.RUNTIME_ERROR), reply["error"])
             report.verdict, report.message = r.verdict, r.message
-            report.cases = [CaseResult(d.name, Verdict.NOT_RUN, targets=d.targets) for d in defs]
+            report.cases = [CaseResult(d.name, Verdict.NOT_RUN, targets=d.targets) for d, _ in defs]
             if r.traceback:
                 report.cases.insert(0, CaseResult("import", r.verdict, message=r.message, traceback=r.traceback))
             return
         dead = None
-        for k, d in enumerate(defs):
+        for k, (d, dtype) in enumerate(defs):
             if dead:
                 report.cases.append(CaseResult(d.name, Verdict.NOT_RUN, targets=d.targets,
                                                message=f"not run: {dead}"))
                 continue
-            prep = first if k == 0 else problem.prepare(d, seed)
+            prep = first if k == 0 else problem.prepare(d, seed, dtype, lim.device)
             t = time.perf_counter()
             left = lim.total_limit - (t - started)
             limit = min(per_case, max(left, 0.0))
@@ -487,6 +521,25 @@ class Grader:
         report.verdict = overall(report.cases)
         first_bad = next((c for c in report.cases if c.verdict is report.verdict), None)
         report.message = first_bad.message if first_bad and not report.passed else ""
+
+
+def default_dtypes(spec: ProblemSpec, device: str) -> list[str]:
+    """float32 on the CPU; on a GPU every dtype the problem declares (low precision is a GPU matter)."""
+    return list(spec.grading.dtypes) if device == "cuda" else ["float32"]
+
+
+def resolve_device(name: str) -> str:
+    """'auto' -> 'cuda' when available, else 'cpu'; 'cuda' without a GPU is an error."""
+    import torch
+
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if name == "cuda" and not torch.cuda.is_available():
+        raise UsageError("--device cuda: no CUDA device is available here (torch.cuda.is_available() is False; "
+                         f"torch {torch.__version__}). Use --device cpu.")
+    if name not in ("cpu", "cuda"):
+        raise UsageError(f"--device must be auto, cpu or cuda, not {name!r}")
+    return name
 
 
 def protected_paths(spec: ProblemSpec) -> list[str]:

@@ -13,4 +13,5 @@ class Limits:
     output_bytes: int = 8 << 20  # what the learner's code may print
     threads: int = 1
     total_limit: float = 120.0  # seconds for the whole check
-    confine: bool = True  # seccomp (no new processes) and Landlock (no access to the grader's files)
+    confine: bool = True
+    device: str = "cpu"  # "cpu" or "cuda" (the worker initialises CUDA itself)  # seccomp (no new processes) and Landlock (no access to the grader's files)

@@ -12,7 +12,8 @@ from enum import Enum
 class Verdict(str, Enum):
     ACCEPTED = "accepted"
     WRONG_ANSWER = "wrong_answer"  # values, gradients or a property of the variant are wrong
-    WRONG_OUTPUT = "wrong_output"  # shape, dtype, device, type or NaN/Inf
+    WRONG_OUTPUT = "wrong_output"  # shape, dtype, type
+    WRONG_DEVICE = "wrong_device"  # an output, or a tensor the code made, on another device than the inputs
     NOT_IMPLEMENTED = "not_implemented"  # the stub still raises NotImplementedError
     SYNTAX_ERROR = "syntax_error"
     BAD_INTERFACE = "bad_interface"  # entry point missing, wrong signature, wrong parameters
@@ -32,8 +33,8 @@ class Verdict(str, Enum):
 # Which verdict explains a failed check best, when cases disagree: earlier is stronger.
 SEVERITY = [
     Verdict.SYNTAX_ERROR, Verdict.BAD_INTERFACE, Verdict.NOT_IMPLEMENTED, Verdict.FORBIDDEN_CALL,
-    Verdict.CRASHED, Verdict.TIME_LIMIT, Verdict.MEMORY_LIMIT, Verdict.RUNTIME_ERROR, Verdict.TOO_MUCH_MEMORY,
-    Verdict.WRONG_OUTPUT, Verdict.WRONG_ANSWER, Verdict.NOT_RUN, Verdict.ACCEPTED,
+    Verdict.CRASHED, Verdict.TIME_LIMIT, Verdict.MEMORY_LIMIT, Verdict.WRONG_DEVICE, Verdict.RUNTIME_ERROR,
+    Verdict.TOO_MUCH_MEMORY, Verdict.WRONG_OUTPUT, Verdict.WRONG_ANSWER, Verdict.NOT_RUN, Verdict.ACCEPTED,
 ]
 
 
@@ -81,6 +82,8 @@ class Report:
     output: str = ""  # what the learner's code printed (truncated)
     sha256: str = ""
     limits: dict = field(default_factory=dict)
+    device: str = "cpu"
+    dtypes: list[str] = field(default_factory=lambda: ["float32"])
 
     @property
     def passed(self) -> bool:

@@ -22,6 +22,7 @@ import types
 import torch
 
 from torchcode.grader import execute, guards
+from torchcode.grader import protocol
 from torchcode.grader.protocol import Message, decode, receive
 
 MAX_TRACEBACK = 4000
@@ -51,7 +52,7 @@ def _confine(config: dict) -> None:
     if hasattr(signal, "SIGXFSZ"):
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # over the output limit: writes fail, no silent kill
     limits = [(resource.RLIMIT_CORE, 0)]
-    if config.get("memory_mb"):
+    if config.get("memory_mb") and config.get("device", "cpu") == "cpu":  # CUDA maps huge virtual ranges
         limits.append((resource.RLIMIT_AS, int(config["memory_mb"]) << 20))
     if config.get("output_bytes"):
         limits.append((resource.RLIMIT_FSIZE, int(config["output_bytes"])))
@@ -206,9 +207,13 @@ class Worker:
         )
         guard = guards.Guard(self.forbidden, h.get("max_elements"))
         stage = execute.Stage()
+        device = str(h.get("device", "cpu"))
+        dtype = protocol.DTYPES.get(str(h.get("dtype", "float32")), torch.float32)
+        prog.cotangents = {k: v.to(device) for k, v in prog.cotangents.items()}
         start = time.perf_counter()
         try:
-            ex = execute.run(self.entry, self.spec["kind"] == "module", prog, stage, guard_factory=lambda: guard)
+            ex = execute.run(self.entry, self.spec["kind"] == "module", prog, stage, guard_factory=lambda: guard,
+                             dtype=dtype, device=device)
         except execute.InterfaceProblem as e:
             return {"error": {"kind": "interface", "message": str(e)}, "seconds": time.perf_counter() - start}
         except BaseException as e:  # noqa: BLE001
@@ -247,7 +252,8 @@ class Worker:
         if isinstance(e, guards.ForbiddenCall) or guard.violations:
             return {"kind": "forbidden", "names": guard.violations, "message": f"called {', '.join(guard.violations)}"}
         tb = _learner_traceback(e, self.path)
-        if isinstance(e, NotImplementedError):
+        frames = traceback.extract_tb(e.__traceback__)
+        if isinstance(e, NotImplementedError) and frames and frames[-1].filename == self.path:
             return {"kind": "not_implemented", "message": str(e), "stage": stage, "traceback": tb}
         if isinstance(e, MemoryError) or (isinstance(e, RuntimeError) and any(
                 s in str(e) for s in ("can't allocate memory", "not enough memory", "DefaultCPUAllocator"))):
@@ -257,6 +263,9 @@ class Worker:
                 for f in traceback.extract_tb(e.__traceback__)):
             return {"kind": "runtime", "message": f"your code tried to start a process {stage}; submissions may not "
                     "fork or run programs", "stage": stage, "traceback": tb}
+        if isinstance(e, RuntimeError) and ("same device" in str(e) or "Expected all tensors" in str(e)):
+            return {"kind": "device", "message": f"tensors on different devices {stage}: {str(e)[:300]}",
+                    "stage": stage, "traceback": tb}
         if isinstance(e, OSError) and e.errno == errno.EFBIG:
             return {"kind": "runtime", "message": f"your code printed more than the output limit "
                     f"({self.output_limit >> 20} MB) {stage}", "stage": stage, "traceback": tb}

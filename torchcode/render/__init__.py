@@ -10,6 +10,7 @@ VERDICT_STYLE = {
     "accepted": ("bold green", "Accepted"),
     "wrong_answer": ("bold red", "Wrong answer"),
     "wrong_output": ("bold red", "Wrong output shape/type"),
+    "wrong_device": ("bold red", "Wrong device"),
     "not_implemented": ("bold yellow", "Not implemented yet"),
     "syntax_error": ("bold red", "Syntax error"),
     "bad_interface": ("bold red", "Wrong interface"),

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.panel import Panel
-from rich.table import Table
 from rich.text import Text
 
 from torchcode.grader.result import Report, Verdict
@@ -19,16 +18,15 @@ def report(con: Console, r: Report, *, display_file: str) -> None:
     early = r.verdict in (Verdict.NOT_IMPLEMENTED, Verdict.SYNTAX_ERROR, Verdict.BAD_INTERFACE) or not r.cases_passed and all(
         c.verdict is r.verdict or c.verdict is Verdict.NOT_RUN for c in r.cases) and r.verdict is not Verdict.WRONG_ANSWER
     if r.cases and not early:
-        table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-        table.add_column("", no_wrap=True, min_width=1)
-        table.add_column("case", no_wrap=True, min_width=max(len(c.name) for c in r.cases))
-        table.add_column("result", no_wrap=True, min_width=max(len(verdict_label(c.verdict.value)[1]) for c in r.cases))
-        table.add_column("what it checks", no_wrap=True, overflow="ellipsis")
+        case_w = max(len(c.name) for c in r.cases)
+        res_w = max(len(verdict_label(c.verdict.value)[1]) for c in r.cases)
+        con.print(Text(f"   {'case':<{case_w}}  {'result':<{res_w}}  what it checks", style="bold"))
         for c in r.cases:
             cs, cl = verdict_label(c.verdict.value)
-            mark = Text("✓", style="green") if c.passed else Text("·" if c.verdict is Verdict.NOT_RUN else "✗", style=cs)
-            table.add_row(mark, c.name, Text(cl, style=cs), Text(c.targets, style="dim"))
-        con.print(table)
+            mark = ("✓", "green") if c.passed else ("·" if c.verdict is Verdict.NOT_RUN else "✗", cs)
+            line = Text.assemble(mark, "  ", f"{c.name:<{case_w}}", "  ", (f"{cl:<{res_w}}", cs), "  ", (c.targets, "dim"))
+            line.truncate(con.width, overflow="ellipsis")
+            con.print(line, no_wrap=True)
     if r.passed:
         con.print("[green]All hidden cases pass: outputs and gradients match the reference.[/green]")
         return
