@@ -80,6 +80,30 @@ def check(target: Annotated[Optional[str], typer.Argument(
 
 
 @app.command()
+def bench(target: Annotated[Optional[str], typer.Argument(help="A problem id or a file (as for check).")] = None,
+          file: Annotated[Optional[str], typer.Argument(help="The file to benchmark (default: ./PROBLEM.py).")] = None,
+          device: Annotated[str, typer.Option(help="auto, cpu or cuda.")] = "auto",
+          dtype: Annotated[str, typer.Option(help="float32, bfloat16 or float16.")] = "float32",
+          sizes: Annotated[Optional[str], typer.Option(help="Comma-separated sizes (default: the problem's).")] = None,
+          reps: Annotated[int, typer.Option(help="Timed repetitions per size (median).")] = 5,
+          json_: Annotated[bool, typer.Option("--json", help="Print one JSON report and nothing else on stdout.")] = False,
+          problems_dir: PacksOpt = None):
+    """Benchmark a correct kernel against the reference and PyTorch's fused kernel: time, peak memory, growth."""
+    from torchcode.commands import bench as cmd
+    from torchcode.errors import UsageError
+    from torchcode.grader.limits import Limits
+
+    try:
+        size_list = [int(x) for x in sizes.split(",")] if sizes else None
+    except ValueError:
+        raise UsageError(f"--sizes must be comma-separated integers, not {sizes!r}") from None
+    problem = None
+    if file is not None:
+        target, problem = file, target
+    raise typer.Exit(cmd.run(target, problem, Limits(device=device), dtype, size_list, reps, json_, problems_dir))
+
+
+@app.command()
 def hint(problem: ProblemArg,
          all_: Annotated[bool, typer.Option("--all", help="Show every hint revealed so far, without revealing more.")] = False,
          problems_dir: PacksOpt = None):

@@ -1,6 +1,8 @@
 """Hidden cases for causal_attention."""
 
-from torchcode.grader.cases import Call, Case, Out, Same, case
+import torch
+
+from torchcode.grader.cases import Call, Case, Out, Same, baseline, benchmark, case
 
 FUTURE = ("changing only tokens after position {t} changed your outputs at positions <= {t}: "
           "your attention reads future tokens (mask scores where j > i, before the softmax)")
@@ -39,3 +41,13 @@ def single_token(rng):
 @case(targets="large-magnitude scores: a stable softmax with -inf masking")
 def large_scores(rng):
     return with_future_changed(rng, 2, 8, 16, t=2, scale=25.0, grad=False)  # forward stability only
+
+
+@benchmark
+def bench_inputs(rng, S):
+    return Case(steps=[Call(rng.randn(1, S, 64), rng.randn(1, S, 64), rng.randn(1, S, 64))])
+
+
+@baseline
+def fused(Q, K, V):
+    return torch.nn.functional.scaled_dot_product_attention(Q, K, V, is_causal=True)

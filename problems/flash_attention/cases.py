@@ -1,6 +1,8 @@
 """Hidden cases for flash_attention. When block_size < S no intermediate may hold B x S x S elements."""
 
-from torchcode.grader.cases import Call, Case, case
+import torch
+
+from torchcode.grader.cases import Call, Case, baseline, benchmark, case
 
 SxS = "the size of the full score matrix"
 
@@ -41,3 +43,13 @@ def block_of_one(rng):
 @case(targets="block_size >= S: a single tile")
 def one_tile(rng):
     return flash(rng, 2, 20, 8, block_size=32)
+
+
+@benchmark
+def bench_inputs(rng, S):
+    return Case(steps=[Call(rng.randn(1, S, 64), rng.randn(1, S, 64), rng.randn(1, S, 64), block_size=64)])
+
+
+@baseline
+def fused(Q, K, V, block_size=32):
+    return torch.nn.functional.scaled_dot_product_attention(Q, K, V)

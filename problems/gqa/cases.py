@@ -1,6 +1,6 @@
 """Hidden cases for gqa."""
 
-from torchcode.grader.cases import Call, Case, case
+from torchcode.grader.cases import Call, Case, benchmark, case
 
 
 def gqa(rng, d_model, num_heads, num_kv_heads, B, S, scale=1.0):
@@ -36,3 +36,8 @@ def single_token(rng):
 @case(targets="large activations: a stable softmax")
 def large_inputs(rng):
     return gqa(rng, 32, 4, 2, B=2, S=9, scale=10.0)
+
+
+@benchmark
+def bench_inputs(rng, S):
+    return Case(init=dict(d_model=512, num_heads=8, num_kv_heads=2), steps=[Call(rng.randn(1, S, 512))])

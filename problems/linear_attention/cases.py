@@ -1,6 +1,8 @@
 """Hidden cases for linear_attention. Every case forbids an intermediate of B x S x S elements."""
 
-from torchcode.grader.cases import Call, Case, case
+import torch
+
+from torchcode.grader.cases import Call, Case, baseline, benchmark, case
 
 SxS = "the size of the full score matrix phi(Q) phi(K)^T"
 
@@ -37,3 +39,14 @@ def rectangular(rng):
 def large_inputs(rng):
     B, S = 2, 24
     return lin(B, S, rng.randn(B, S, 8, scale=8.0), rng.randn(B, S, 8, scale=8.0), rng.randn(B, S, 8))
+
+
+@benchmark
+def bench_inputs(rng, S):
+    return Case(steps=[Call(rng.randn(1, S, 64), rng.randn(1, S, 64), rng.randn(1, S, 64))])
+
+
+@baseline
+def fused_softmax_attention(Q, K, V, eps=1e-6):
+    """Not the same function: the O(S^2) softmax attention that linear attention replaces."""
+    return torch.nn.functional.scaled_dot_product_attention(Q, K, V)

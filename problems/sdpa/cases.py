@@ -2,7 +2,7 @@
 
 import torch
 
-from torchcode.grader.cases import Call, Case, case
+from torchcode.grader.cases import Call, Case, baseline, benchmark, case
 
 
 def _mask(rng, *shape):
@@ -48,3 +48,13 @@ def large_scores(rng):
 @case(targets="5-D inputs and odd sizes")
 def five_d(rng):
     return Case(steps=[Call(rng.randn(1, 2, 2, 3, 5), rng.randn(1, 2, 2, 13, 5), rng.randn(1, 2, 2, 13, 3))])
+
+
+@benchmark
+def bench_inputs(rng, S):
+    return Case(steps=[Call(rng.randn(1, 8, S, 64), rng.randn(1, 8, S, 64), rng.randn(1, 8, S, 64))])
+
+
+@baseline
+def fused(Q, K, V, mask=None):
+    return torch.nn.functional.scaled_dot_product_attention(Q, K, V, attn_mask=mask)

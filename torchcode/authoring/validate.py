@@ -183,6 +183,26 @@ def _validate(v: ProblemValidation, spec: ProblemSpec, grader, seeds: tuple[int,
         v.add("variants", ok, f"{path.name} accepted on {len(seeds)} seeds" if ok else f"{path.name} was rejected",
               path, "" if ok else "a correct alternative fails: loosen a case that is too strict, or fix the alternative")
 
+    # benchmark: declared sizes need a builder that runs on the reference
+    if any(spec.bench_sizes.values()):
+        ok = problem.bench_builder is not None
+        v.add("bench", ok, "@benchmark builder present" if ok else "[bench] sizes are declared but cases.py has no "
+              "@benchmark builder", spec.cases_path, "" if ok else "add @benchmark def build(rng, size) -> Case")
+        if ok:
+            from torchcode.grader.cases import Rng
+
+            smallest = min(x for sizes in spec.bench_sizes.values() for x in sizes)
+            try:
+                c = problem.bench_builder(Rng(0), smallest)
+                one = len(c.steps) == 1
+            except Exception as e:  # noqa: BLE001 - an author error, reported
+                one, c = False, None
+                v.add("bench", False, f"the @benchmark builder failed: {type(e).__name__}: {e}", spec.cases_path,
+                      "fix the builder")
+            if c is not None:
+                v.add("bench", one, f"benchmark builds one call at size {smallest}" if one else
+                      "the @benchmark builder must return a Case with exactly one Call", spec.cases_path)
+
     # 6. time budget
     slow = [(c.name, c.seconds) for r in ref_reports for c in r.cases if c.seconds > spec.grading.time_limit / 2]
     v.add("budget", not slow, f"every case within half its {spec.grading.time_limit:g} s limit" if not slow else

@@ -75,6 +75,7 @@ class ProblemSpec:
     folder: Path  # problems/<id>
     pack: Path  # the pack root holding problems/, solutions/, templates/
     format: int = 1
+    bench_sizes: dict = field(default_factory=dict, compare=False)  # device -> sizes for `bench`
     extra: dict = field(default_factory=dict, compare=False)
 
     @property
@@ -212,7 +213,16 @@ class _Validator:
         if policy.time_limit <= 0 or policy.factor < 1 or not (0 < policy.floor < 1):
             self.fail("grading", f"out of range: {policy}", "time_limit > 0, factor >= 1, 0 < floor < 1")
 
+        b = self.get(raw, "bench", dict, "bench", default={})
+        bench_sizes = {}
+        for dev in ("cpu", "cuda"):
+            sizes = self.get(b, dev, list, f"bench.{dev}", default=[])
+            if any(not isinstance(x, int) or isinstance(x, bool) or x < 1 for x in sizes):
+                self.fail(f"bench.{dev}", f"{sizes!r} is not a list of positive integers", "e.g. cpu = [256, 512, 1024]")
+            bench_sizes[dev] = tuple(sizes)
+
         return ProblemSpec(
+            bench_sizes=bench_sizes,
             id=pid,
             title=self.get(raw, "title", str, "title"),
             difficulty=difficulty,

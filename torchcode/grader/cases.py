@@ -198,5 +198,21 @@ def case(fn: Callable | None = None, *, targets: str = ""):
     return mark(fn) if fn is not None else mark
 
 
+def benchmark(fn: Callable) -> Callable:
+    """Mark ``fn(rng, size) -> Case`` (one call) as the input builder of ``torchcode bench``."""
+    fn.__torchcode_benchmark__ = True
+    return fn
+
+
+def baseline(fn: Callable) -> Callable:
+    """Mark a fused PyTorch implementation (same signature as the entry point) as bench's library baseline."""
+    fn.__torchcode_baseline__ = True
+    return fn
+
+
+def find_marked(namespace: dict, mark: str) -> Callable | None:
+    return next((v for v in namespace.values() if getattr(v, mark, False)), None)
+
+
 def collect(namespace: dict) -> list[CaseDef]:
     return [v.__torchcode_case__ for v in namespace.values() if hasattr(v, "__torchcode_case__")]

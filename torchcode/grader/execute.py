@@ -177,3 +177,60 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
         if module is not None:
             ex.param_grads = {n: p.grad for n, p in module.named_parameters()}
     return ex
+
+
+def bench(entry, is_module: bool, prog: Program, *, dtype, device: str, warmup: int, reps: int, guard) -> dict:
+    """Time the single call of ``prog`` on ``entry`` and measure its peak memory (no gradients).
+
+    One pass under ``guard`` records the largest allocation (CPU) or ``max_memory_allocated``
+    (CUDA); the timed passes run without any mode, after ``warmup`` untimed calls.
+    """
+    import statistics
+    import time
+
+    target = entry
+    if is_module:
+        target = entry(**{k: materialize(v) for k, v in (prog.init or {}).items()})
+        target.to(device).to(dtype)
+        with torch.no_grad():
+            params = dict(target.named_parameters())
+            for name, value in prog.state.items():
+                params[name].copy_(value)
+        target.eval()
+    (args, kwargs), = prog.steps
+
+    def move(v):
+        if isinstance(v, torch.Tensor):
+            return v.to(device)
+        if isinstance(v, ConstTensor):
+            return v.tensor.to(device)
+        if isinstance(v, tuple):
+            return tuple(move(x) for x in v)
+        return materialize(v)
+
+    a, kw = tuple(move(x) for x in args), {k: move(v) for k, v in kwargs.items()}
+    cuda = device.startswith("cuda")
+    with torch.no_grad():
+        if cuda:
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            base = torch.cuda.memory_allocated()
+        with guard:
+            target(*a, **kw)
+        peak = (torch.cuda.max_memory_allocated() - base) if cuda else guard.largest_bytes
+        for _ in range(warmup):
+            target(*a, **kw)
+        times = []
+        for _ in range(reps):
+            if cuda:
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                target(*a, **kw)
+                end.record()
+                torch.cuda.synchronize()
+                times.append(start.elapsed_time(end) / 1000)
+            else:
+                t = time.perf_counter()
+                target(*a, **kw)
+                times.append(time.perf_counter() - t)
+    return {"seconds": statistics.median(times), "peak_bytes": int(peak)}

@@ -21,6 +21,7 @@ import importlib
 import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 
 # aten kernels behind a forbidden Python call (name prefixes after "aten.")
 FUSED_ATEN = {
@@ -86,6 +87,7 @@ class Guard:
         self.max_elements = max_elements
         self.violations: list[str] = []
         self.largest = 0
+        self.largest_bytes = 0
         self.largest_shape: list[int] = []
         self._modes = None
 
@@ -101,15 +103,18 @@ class Guard:
                 if isinstance(sub, cls):
                     self.forbid(name)
 
-    def _record(self, out) -> None:
+    def _record(self, out, inputs=()) -> None:
+        """Remember the largest *fresh* storage an op produced (views and in-place results share an input's)."""
+        seen = {_storage_ptr(t) for t in inputs if isinstance(t, torch.Tensor)}
         for t in (out if isinstance(out, (tuple, list)) else (out,)):
-            if isinstance(t, torch.Tensor) and t.layout == torch.strided:
+            if isinstance(t, torch.Tensor) and t.layout == torch.strided and _storage_ptr(t) not in seen:
                 try:
                     n = t.untyped_storage().nbytes() // max(t.element_size(), 1)
                 except (RuntimeError, NotImplementedError):
                     n = t.numel()
                 if n > self.largest:
                     self.largest, self.largest_shape = n, list(t.shape)
+                self.largest_bytes = max(self.largest_bytes, n * t.element_size())
 
     # -- modes -----------------------------------------------------------------------
     def __enter__(self):
@@ -154,8 +159,15 @@ class _KernelGuard(TorchDispatchMode):
                 if op.startswith(prefix):
                     guard.forbid(name)
         out = func(*args, **(kwargs or {}))
-        guard._record(out)
+        guard._record(out, tree_leaves((args, kwargs or {})))
         return out
+
+
+def _storage_ptr(t: torch.Tensor) -> int:
+    try:
+        return t.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):
+        return id(t)
 
 
 def scan_source(source: str) -> list[tuple[str, int, str]]:

@@ -6,6 +6,7 @@ from expected values the worker never saw.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import secrets
@@ -61,6 +62,8 @@ class Problem:
         self.cases = caseapi.collect(vars(cases_mod))
         if not self.cases:
             raise SpecError(spec.cases_path, None, "defines no case", "decorate case functions with @case")
+        self.bench_builder = caseapi.find_marked(vars(cases_mod), "__torchcode_benchmark__")
+        self.baseline = caseapi.find_marked(vars(cases_mod), "__torchcode_baseline__")
         sol = _import_file(spec.solution_path, f"torchcode_solution_{spec.id}", "reference solution")
         self.reference = getattr(sol, spec.entry.name, None)
         if self.reference is None:
@@ -72,21 +75,10 @@ class Problem:
         low = protocol.DTYPES[dtype]
         spec = self.spec
         rng = caseapi.Rng(caseapi.case_seed(seed, c.name + "/weights"))
-        state = {}
-        if spec.entry.is_module:
-            init = {k: execute.materialize(_as_program(v, lambda t: t)) for k, v in (c.init or {}).items()}
-            with torch.random.fork_rng(devices=[]):
-                shapes = [(n, p.shape) for n, p in self.reference(**init).named_parameters()]
-            for n, shape in shapes:
-                state[n] = rng.randn(*shape, scale=shape[-1] ** -0.5)
+        state = self.weights(c, rng)
 
         def program(cast) -> execute.Program:
-            return execute.Program(
-                init={k: _as_program(v, cast) for k, v in c.init.items()} if c.init is not None else None,
-                state={k: cast(v) for k, v in state.items()},
-                steps=[(tuple(_as_program(a, cast) for a in s.args), {k: _as_program(v, cast) for k, v in s.kwargs.items()})
-                       for s in c.steps],
-                grad=c.grad, train=c.train)
+            return self.program(c, state, cast)
 
         ignore = {(i, path): m for i, s in enumerate(c.steps) for path, m in s.ignore.items()}
 
@@ -109,19 +101,43 @@ class Problem:
             raise SpecError(spec.solution_path, None,
                             f"the reference failed on case '{c.name}': {type(e).__name__}: {e}") from None
 
-        msg = protocol.Message()
-        header = {
+        header, msg = self.message(c, state, to_low)
+        header.update({
             "op": "case",
-            "init": {k: msg.value(v) for k, v in c.init.items()} if c.init is not None else None,
-            "state": {k: msg.tensor(to_low(v)) for k, v in state.items()},
-            "steps": [{"args": [msg.value(_cast(a, to_low)) for a in s.args],
-                       "kwargs": {k: msg.value(_cast(v, to_low)) for k, v in s.kwargs.items()}} for s in c.steps],
             "grad": c.grad, "train": c.train, "max_elements": c.max_intermediate, "dtype": dtype, "device": device,
             "cotangents": [{"step": s, "path": list(p), "t": msg.tensor(t)} for (s, p), t in ref_prog.cotangents.items()],
-        }
+        })
         if dtype != "float32":
             c.name = f"{c.name} [{dtype}]"
         return Prepared(c, header, msg, _cpu(gold), _cpu(ref), _leaf_labels(c, spec.entry.params), ignore)
+
+    def weights(self, c: caseapi.Case, rng: caseapi.Rng) -> dict[str, torch.Tensor]:
+        """Random weights for a module case, by the reference's parameter names (empty for functions)."""
+        if not self.spec.entry.is_module:
+            return {}
+        init = {k: execute.materialize(_as_program(v, lambda t: t)) for k, v in (c.init or {}).items()}
+        with torch.random.fork_rng(devices=[]):
+            shapes = [(n, p.shape) for n, p in self.reference(**init).named_parameters()]
+        return {n: rng.randn(*shape, scale=shape[-1] ** -0.5) for n, shape in shapes}
+
+    def program(self, c: caseapi.Case, state: dict, cast) -> execute.Program:
+        return execute.Program(
+            init={k: _as_program(v, cast) for k, v in c.init.items()} if c.init is not None else None,
+            state={k: cast(v) for k, v in state.items()},
+            steps=[(tuple(_as_program(a, cast) for a in s.args), {k: _as_program(v, cast) for k, v in s.kwargs.items()})
+                   for s in c.steps],
+            grad=c.grad, train=c.train)
+
+    def message(self, c: caseapi.Case, state: dict, cast) -> tuple[dict, protocol.Message]:
+        """The wire form of a case's construction and calls, tensors cast for the worker."""
+        msg = protocol.Message()
+        header = {
+            "init": {k: msg.value(v) for k, v in c.init.items()} if c.init is not None else None,
+            "state": {k: msg.tensor(cast(v)) for k, v in state.items()},
+            "steps": [{"args": [msg.value(_cast(a, cast)) for a in s.args],
+                       "kwargs": {k: msg.value(_cast(v, cast)) for k, v in s.kwargs.items()}} for s in c.steps],
+        }
+        return header, msg
 
     # -- judging one case -----------------------------------------------------------------------
     def judge(self, p: Prepared, reply: dict, tensors: list[torch.Tensor]) -> CaseResult:
@@ -419,6 +435,28 @@ class Grader:
         if key not in self._problems:
             self._problems[key] = Problem(spec)
         return self._problems[key]
+
+    @contextlib.contextmanager
+    def loaded_worker(self, spec: ProblemSpec, path: Path):
+        """A worker with the learner's file imported (for bench; the file has already been graded)."""
+        lim = self.limits
+        with tempfile.TemporaryDirectory(prefix="torchcode-") as tmp:
+            work = Path(tmp) / "cwd"
+            work.mkdir()
+            worker = self.zygote.spawn({"log": str(Path(tmp) / "output.txt"), "cwd": str(work), "memory_mb": lim.memory_mb,
+                                        "device": lim.device, "output_bytes": lim.output_bytes, "threads": lim.threads,
+                                        "path": str(path), "confine": lim.confine, "protected": protected_paths(spec)})
+            try:
+                worker.send(protocol.Message(), {"op": "load", "path": str(path), "forbidden": list(spec.forbidden),
+                                                 "entry": {"kind": spec.entry.kind, "name": spec.entry.name,
+                                                           "params": list(spec.entry.params), "init": list(spec.entry.init)}})
+                reply, _ = worker.receive(lim.load_limit)
+                if "error" in reply:
+                    raise UsageError(f"{path} could not be loaded: {reply['error'].get('message', '')}")
+                yield worker
+            finally:
+                worker.kill()
+                worker.finish()
 
     def grade(self, spec: ProblemSpec, path: Path | str, *, seed: int | None = None,
               only: list[str] | None = None, dtypes: list[str] | None = None) -> Report:

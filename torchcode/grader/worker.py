@@ -134,6 +134,8 @@ class Worker:
             elif op == "case":
                 msg = Message()
                 body = self.case(header, tensors, msg)
+            elif op == "bench":
+                msg, body = Message(), self.bench(header, tensors)
             else:
                 return
             msg.send(self.sock, body)
@@ -230,6 +232,21 @@ class Worker:
             "seconds": seconds,
             **self._memory(guard),
         }
+
+    def bench(self, h: dict, tensors: list) -> dict:
+        prog = execute.Program(
+            init={k: decode(v, tensors) for k, v in (h.get("init") or {}).items()} if h.get("init") is not None else None,
+            state={k: decode(v, tensors) for k, v in h["state"].items()},
+            steps=[(tuple(decode(a, tensors) for a in s["args"]), {k: decode(v, tensors) for k, v in s["kwargs"].items()})
+                   for s in h["steps"]],
+            grad=False)
+        guard = guards.Guard(self.forbidden)
+        try:
+            return execute.bench(self.entry, self.spec["kind"] == "module", prog, guard=guard,
+                                 dtype=protocol.DTYPES.get(str(h.get("dtype")), torch.float32),
+                                 device=str(h.get("device", "cpu")), warmup=int(h["warmup"]), reps=int(h["reps"]))
+        except BaseException as e:  # noqa: BLE001
+            return {"error": self._error(e, guard, "while benchmarking")}
 
     @staticmethod
     def _memory(guard) -> dict:

@@ -1,0 +1,64 @@
+"""`torchcode bench` on CPU: grading first, timing, peak memory and its growth, JSON."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from conftest import ROOT
+
+
+def test_bench_flash_attention_shows_linear_memory(cli, workdir):
+    shutil.copy(ROOT / "solutions" / "flash_attention.py", workdir / "flash_attention.py")
+    r = cli("bench", "flash_attention", "--sizes", "128,256,512", "--reps", "2", "--json")
+    assert r.code == 0, r.err
+    report = json.loads(r.out)
+    assert report["device"] == "cpu" and [row["size"] for row in report["rows"]] == [128, 256, 512]
+    for row in report["rows"]:
+        assert row["learner_s"] > 0 and row["reference_s"] > 0 and row["baseline_s"] > 0
+    # tiles: memory doubles with S; the fused kernel's score matrix quadruples
+    assert all(abs(k - 1.0) < 0.3 for k in report["learner_peak_exponent"][1:])
+    fused = [row["baseline_peak"] for row in report["rows"]]
+    assert fused[2] >= 12 * fused[0]
+
+
+def test_bench_table(cli, workdir):
+    src = (ROOT / "problems" / "flash_attention" / "right" / "keys_outer_loop.py").read_text()
+    (workdir / "flash_attention.py").write_text(src)
+    r = cli("bench", "flash_attention", "--sizes", "128,256", "--reps", "1")
+    assert r.code == 0, r.err
+    assert "x ref" in r.out and "mem k" in r.out and "256" in r.out
+
+
+def test_warning_when_memory_grows_faster_than_the_reference():
+    import io
+
+    from rich.console import Console
+
+    from torchcode.grader.bench import BenchReport, BenchRow
+    from torchcode.render.bench import table
+
+    rows = [BenchRow(s, 0.001 * s, 0.001 * s, learner_peak=4 * s * s, reference_peak=64 * s) for s in (128, 256, 512)]
+    out = io.StringIO()
+    table(Console(file=out, width=120), BenchReport("flash_attention", "f.py", "cpu", "float32", 3, rows), "f.py")
+    assert "grows like size^2.0 where the reference's grows like size^1.0" in out.getvalue()
+
+
+def test_bench_refuses_a_rejected_kernel(cli, workdir):
+    shutil.copy(ROOT / "problems" / "flash_attention" / "wrong" / "full_matrix.py", workdir / "flash_attention.py")
+    r = cli("bench", "flash_attention", "--sizes", "64")
+    assert r.code == 1 and "Only correct kernels are benchmarked" in r.err
+
+
+def test_bench_problem_without_benchmark(cli, workdir):
+    shutil.copy(ROOT / "solutions" / "rope.py", workdir / "rope.py")
+    r = cli("bench", "rope")
+    assert r.code == 2 and "no benchmark" in r.err
+
+
+def test_bench_module_problem(cli, workdir):
+    shutil.copy(ROOT / "solutions" / "gqa.py", workdir / "gqa.py")
+    r = cli("bench", "gqa", "--sizes", "32,64", "--reps", "1", "--json")
+    assert r.code == 0, r.err
+    rows = json.loads(r.out)["rows"]
+    assert rows[0]["baseline_s"] is None and rows[1]["learner_peak"] > rows[0]["learner_peak"]

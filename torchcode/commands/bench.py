@@ -1,0 +1,51 @@
+"""`torchcode bench`: grade, then time the learner's kernel against the reference and a fused baseline."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from torchcode.commands.common import catalog, display_path, resolve_target, store
+from torchcode.errors import UsageError
+from torchcode.render import console, err_console
+
+
+def run(target: str | None, problem: str | None, limits, dtype: str, sizes: list[int] | None, reps: int,
+        as_json: bool, problems_dirs: list[Path] | None) -> int:
+    cat = catalog(problems_dirs)
+    spec, path = resolve_target(cat, store(), target, problem)
+    if dtype not in spec.grading.dtypes:
+        raise UsageError(f"{spec.id} is not graded in {dtype}; it declares {', '.join(spec.grading.dtypes)}")
+    from torchcode.grader.bench import run_bench
+    from torchcode.grader.judge import Grader, resolve_device
+
+    try:
+        with Grader(limits) as grader:
+            limits.device = resolve_device(limits.device)
+            graded = grader.grade(spec, path, dtypes=[dtype])
+            if not graded.passed:
+                err_console().print(f"{display_path(path)} is not accepted ({graded.verdict.value}: {graded.message}). "
+                                    f"Only correct kernels are benchmarked: run `torchcode check {spec.id}` first.",
+                                    markup=False, highlight=False)
+                return 1
+            if as_json or not sys.stderr.isatty():
+                report = run_bench(grader, spec, path, dtype=dtype, sizes=sizes, reps=reps)
+            else:
+                from rich.progress import Progress
+
+                with Progress(console=err_console(), transient=True) as bar:
+                    task = bar.add_task("benchmarking", total=len(sizes or spec.bench_sizes.get(limits.device) or
+                                                                      spec.bench_sizes.get("cpu") or [1]))
+                    report = run_bench(grader, spec, path, dtype=dtype, sizes=sizes, reps=reps,
+                                       on_step=lambda i, n, label: bar.update(task, completed=i, description=label))
+    except KeyboardInterrupt:
+        err_console().print("interrupted", markup=False)
+        return 130
+    if as_json:
+        sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
+    else:
+        from torchcode.render.bench import table
+
+        table(console(), report, display_path(path))
+    return 0
