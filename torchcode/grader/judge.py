@@ -436,21 +436,29 @@ class Grader:
             self._problems[key] = Problem(spec)
         return self._problems[key]
 
+    def _spawn(self, spec: ProblemSpec, path: Path, tmp: Path) -> WorkerProcess:
+        """A fresh worker whose output goes to tmp/output.txt and whose scratch directory is tmp/cwd."""
+        lim = self.limits
+        (tmp / "cwd").mkdir()
+        return self.zygote.spawn({"log": str(tmp / "output.txt"), "cwd": str(tmp / "cwd"), "memory_mb": lim.memory_mb,
+                                  "device": lim.device, "output_bytes": lim.output_bytes, "threads": lim.threads,
+                                  "path": str(path), "confine": lim.confine, "protected": protected_paths(spec)})
+
+    @staticmethod
+    def _send_load(worker: WorkerProcess, spec: ProblemSpec, path: Path) -> None:
+        e = spec.entry
+        worker.send(protocol.Message(), {"op": "load", "path": str(path), "forbidden": list(spec.forbidden),
+                                         "entry": {"kind": e.kind, "name": e.name, "params": list(e.params),
+                                                   "init": list(e.init)}})
+
     @contextlib.contextmanager
     def loaded_worker(self, spec: ProblemSpec, path: Path):
         """A worker with the learner's file imported (for bench; the file has already been graded)."""
-        lim = self.limits
         with tempfile.TemporaryDirectory(prefix="torchcode-") as tmp:
-            work = Path(tmp) / "cwd"
-            work.mkdir()
-            worker = self.zygote.spawn({"log": str(Path(tmp) / "output.txt"), "cwd": str(work), "memory_mb": lim.memory_mb,
-                                        "device": lim.device, "output_bytes": lim.output_bytes, "threads": lim.threads,
-                                        "path": str(path), "confine": lim.confine, "protected": protected_paths(spec)})
+            worker = self._spawn(spec, path, Path(tmp))
             try:
-                worker.send(protocol.Message(), {"op": "load", "path": str(path), "forbidden": list(spec.forbidden),
-                                                 "entry": {"kind": spec.entry.kind, "name": spec.entry.name,
-                                                           "params": list(spec.entry.params), "init": list(spec.entry.init)}})
-                reply, _ = worker.receive(lim.load_limit)
+                self._send_load(worker, spec, path)
+                reply, _ = worker.receive(self.limits.load_limit)
                 if "error" in reply:
                     raise UsageError(f"{path} could not be loaded: {reply['error'].get('message', '')}")
                 yield worker
@@ -475,11 +483,7 @@ class Grader:
                         device=lim.device, dtypes=list(dtypes or default_dtypes(spec, lim.device)))
         with tempfile.TemporaryDirectory(prefix="torchcode-") as tmp:
             log = Path(tmp) / "output.txt"
-            work = Path(tmp) / "cwd"
-            work.mkdir()
-            worker = self.zygote.spawn({"log": str(log), "cwd": str(work), "memory_mb": lim.memory_mb, "device": lim.device,
-                                        "output_bytes": lim.output_bytes, "threads": lim.threads, "path": str(path),
-                                        "confine": lim.confine, "protected": protected_paths(spec)})
+            worker = self._spawn(spec, path, Path(tmp))
             try:
                 self._run(worker, spec, path, seed, per_case, report, only, report.dtypes)
             finally:
@@ -498,9 +502,7 @@ class Grader:
         started = time.perf_counter()
         problem = self.problem(spec)
         defs = [(d, dt) for dt in dtypes for d in problem.cases if not only or d.name in only]
-        worker.send(protocol.Message(), {"op": "load", "path": str(path), "forbidden": list(spec.forbidden),
-                                         "entry": {"kind": spec.entry.kind, "name": spec.entry.name,
-                                                   "params": list(spec.entry.params), "init": list(spec.entry.init)}})
+        self._send_load(worker, spec, path)
         first = problem.prepare(defs[0][0], seed, defs[0][1], lim.device) if defs else None  # overlaps the worker's import
         t_load = time.perf_counter()
         try:

@@ -197,16 +197,20 @@ class Worker:
         return _signature_problem(self.entry, tuple(self.spec["params"]), name, False)
 
     # -- running one case ------------------------------------------------------------------
-    def case(self, h: dict, tensors: list, msg: Message) -> dict:
-        prog = execute.Program(
+    @staticmethod
+    def _program(h: dict, tensors: list) -> execute.Program:
+        return execute.Program(
             init={k: decode(v, tensors) for k, v in (h.get("init") or {}).items()} if h.get("init") is not None else None,
             state={k: decode(v, tensors) for k, v in h["state"].items()},
             steps=[(tuple(decode(a, tensors) for a in s["args"]), {k: decode(v, tensors) for k, v in s["kwargs"].items()})
                    for s in h["steps"]],
-            grad=bool(h["grad"]),
+            grad=bool(h.get("grad")),
             train=bool(h.get("train")),
             cotangents={(c["step"], tuple(c["path"])): decode(c["t"], tensors) for c in h.get("cotangents", [])},
         )
+
+    def case(self, h: dict, tensors: list, msg: Message) -> dict:
+        prog = self._program(h, tensors)
         guard = guards.Guard(self.forbidden, h.get("max_elements"))
         stage = execute.Stage()
         device = str(h.get("device", "cpu"))
@@ -234,12 +238,7 @@ class Worker:
         }
 
     def bench(self, h: dict, tensors: list) -> dict:
-        prog = execute.Program(
-            init={k: decode(v, tensors) for k, v in (h.get("init") or {}).items()} if h.get("init") is not None else None,
-            state={k: decode(v, tensors) for k, v in h["state"].items()},
-            steps=[(tuple(decode(a, tensors) for a in s["args"]), {k: decode(v, tensors) for k, v in s["kwargs"].items()})
-                   for s in h["steps"]],
-            grad=False)
+        prog = self._program(h, tensors)
         guard = guards.Guard(self.forbidden)
         try:
             return execute.bench(self.entry, self.spec["kind"] == "module", prog, guard=guard,
