@@ -8,12 +8,13 @@ from pathlib import Path
 from torchcode.catalog import Catalog, ProblemSpec, load_catalog
 from torchcode.errors import UsageError
 from torchcode.progress import Store
-from torchcode.render import err_console
 
 
 def catalog(problems_dirs: list[Path] | None) -> Catalog:
     cat = load_catalog(problems_dirs)
     if cat.broken:
+        from torchcode.render import err_console
+
         con = err_console()
         for pid, err in sorted(cat.broken.items()):
             con.print(f"[yellow]warning:[/yellow] problem '{pid}' is skipped: {err}", markup=False, highlight=False)
@@ -25,6 +26,8 @@ def store() -> Store:
 
 
 def warn_store(st: Store) -> None:
+    from torchcode.render import err_console
+
     for w in st.warnings:
         err_console().print(f"warning: {w}", markup=False, highlight=False)
     st.warnings.clear()

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from torchcode.commands.common import catalog, display_path, learner_file, store, warn_store
+from typer import echo, style
+
+from torchcode.commands.common import catalog, display_path, learner_file, store
 from torchcode.errors import StoreError
-from torchcode.render import console, err_console
 from torchcode.scaffold import write_stub
+
+# start and reset print a few lines: typer's echo instead of rich's console (~30 ms of imports)
 
 
 def _remember(spec, path: Path) -> None:
@@ -15,8 +18,9 @@ def _remember(spec, path: Path) -> None:
     try:
         st.mark_started(Path.cwd(), spec.id, path)
     except StoreError as e:
-        err_console().print(f"warning: {e}", markup=False, highlight=False)
-    warn_store(st)
+        echo(f"warning: {e}", err=True)
+    for w in st.warnings:
+        echo(f"warning: {w}", err=True)
 
 
 def start(problem: str, file: Path | None, force: bool, problems_dirs: list[Path] | None) -> int:
@@ -24,12 +28,11 @@ def start(problem: str, file: Path | None, force: bool, problems_dirs: list[Path
     path = (file or Path(f"{spec.id}.py")).resolve()
     written = write_stub(spec, path, force=force)
     _remember(spec, path)
-    con = console()
     if written.backup:
-        con.print(f"Backed up the old file to {display_path(written.backup)}")
-    con.print(f"Wrote [bold]{display_path(path)}[/bold]: {spec.title} ({spec.difficulty}).")
-    con.print(f"Implement [bold]{spec.entry.name}[/bold], then run [bold]torchcode check[/bold]. "
-              f"Stuck? [bold]torchcode hint {spec.id}[/bold]")
+        echo(f"Backed up the old file to {display_path(written.backup)}")
+    echo(f"Wrote {style(display_path(path), bold=True)}: {spec.title} ({spec.difficulty}).")
+    echo(f"Implement {style(spec.entry.name, bold=True)}, then run {style('torchcode check', bold=True)}."
+               f" Stuck? {style(f'torchcode hint {spec.id}', bold=True)}")
     return 0
 
 
@@ -38,8 +41,7 @@ def reset(problem: str, problems_dirs: list[Path] | None) -> int:
     path = learner_file(store(), spec, Path.cwd())
     written = write_stub(spec, path, force=True)
     _remember(spec, path)
-    con = console()
     if written.backup:
-        con.print(f"Your previous file is kept as {display_path(written.backup)}")
-    con.print(f"Restored the stub in [bold]{display_path(path)}[/bold].")
+        echo(f"Your previous file is kept as {display_path(written.backup)}")
+    echo(f"Restored the stub in {style(display_path(path), bold=True)}.")
     return 0
