@@ -51,6 +51,7 @@ def new_problem(problem_id: str, kind: str, pack: Path, title: str | None = None
     values = {"id": problem_id, "name": entry_name(problem_id, kind),
               "title": title or problem_id.replace("_", " ").title()}
     for src, dst in targets.items():
+        src += ".tmpl" if src.endswith(".py") else ""  # skeleton sources are not importable Python
         text = Template((SKELETON / kind / src).read_text(encoding="utf-8")).substitute(values)
         dst.parent.mkdir(parents=True, exist_ok=True)
         dst.write_text(text, encoding="utf-8")

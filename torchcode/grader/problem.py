@@ -1,0 +1,196 @@
+"""A problem on the trusted side: its hidden cases and reference loaded, one case prepared.
+
+``prepare`` builds a case's inputs from the seed, runs the reference twice (float64 for the
+expected values, the grading dtype for the tolerance) and packs what the worker gets.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from torchcode.catalog.spec import ProblemSpec
+from torchcode.errors import SpecError
+from torchcode.grader import cases as caseapi
+from torchcode.grader import execute, protocol
+from torchcode.grader.protocol import ConstTensor, NamespaceValue, PrevRef
+from torchcode.grader.result import CaseResult
+
+
+@dataclass
+class Prepared:
+    case: caseapi.Case
+    header: dict
+    message: protocol.Message
+    gold: execute.Execution
+    ref: execute.Execution
+    leaf_labels: list[str]
+    ignore: dict = field(default_factory=dict)  # (step, path) -> mask
+
+
+def _import_file(path: Path, name: str, what: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or not path.is_file():
+        raise SpecError(path, None, f"the {what} file is missing", f"create {path}")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:  # noqa: BLE001 - author errors become one clear message
+        raise SpecError(path, None, f"the {what} failed to import: {type(e).__name__}: {e}") from None
+    return module
+
+
+class Problem:
+    """A spec with its hidden cases and reference kernel loaded (trusted side)."""
+
+    def __init__(self, spec: ProblemSpec):
+        self.spec = spec
+        cases_mod = _import_file(spec.cases_path, f"torchcode_cases_{spec.id}", "hidden cases")
+        self.cases = caseapi.collect(vars(cases_mod))
+        if not self.cases:
+            raise SpecError(spec.cases_path, None, "defines no case", "decorate case functions with @case")
+        self.bench_builder = caseapi.find_marked(vars(cases_mod), "__torchcode_benchmark__")
+        self.baseline = caseapi.find_marked(vars(cases_mod), "__torchcode_baseline__")
+        sol = _import_file(spec.solution_path, f"torchcode_solution_{spec.id}", "reference solution")
+        self.reference = getattr(sol, spec.entry.name, None)
+        if self.reference is None:
+            raise SpecError(spec.solution_path, None, f"does not define {spec.entry.name}")
+
+    # -- building one case ------------------------------------------------------------------
+    def prepare(self, cdef: caseapi.CaseDef, seed: int, dtype: str = "float32", device: str = "cpu") -> Prepared:
+        c = cdef.make(seed)
+        low = protocol.DTYPES[dtype]
+        spec = self.spec
+        rng = caseapi.Rng(caseapi.case_seed(seed, c.name + "/weights"))
+        state = self.weights(c, rng)
+
+        def program(cast) -> execute.Program:
+            return self.program(c, state, cast)
+
+        ignore = {(i, path): m for i, s in enumerate(c.steps) for path, m in s.ignore.items()}
+
+        def make_cot(step, path, out):
+            cot = rng.randn(*out.shape)
+            if (step, path) in ignore:
+                cot = cot.masked_fill(ignore[(step, path)].expand(out.shape), 0.0)
+            return cot
+
+        # the grading dtype rounds the inputs; gold is float64 on exactly those rounded values
+        to_low = lambda t: t.to(low) if t.is_floating_point() else t.clone()  # noqa: E731
+        to64 = lambda t: t.to(low).double() if t.is_floating_point() else t.clone()  # noqa: E731
+        gold_prog, ref_prog = program(to64), program(to_low)
+        try:
+            gold = execute.run(self.reference, spec.entry.is_module, gold_prog, execute.Stage(),
+                               dtype=torch.float64, make_cotangent=make_cot)
+            ref_prog.cotangents = {k: v.to(low) for k, v in gold_prog.cotangents.items()}
+            ref = execute.run(self.reference, spec.entry.is_module, ref_prog, execute.Stage(), dtype=low, device=device)
+        except Exception as e:  # noqa: BLE001
+            raise SpecError(spec.solution_path, None,
+                            f"the reference failed on case '{c.name}': {type(e).__name__}: {e}") from None
+
+        header, msg = self.message(c, state, to_low)
+        header.update({
+            "op": "case",
+            "grad": c.grad, "train": c.train, "max_elements": c.max_intermediate, "dtype": dtype, "device": device,
+            "cotangents": [{"step": s, "path": list(p), "t": msg.tensor(t)} for (s, p), t in ref_prog.cotangents.items()],
+        })
+        if dtype != "float32":
+            c.name = f"{c.name} [{dtype}]"
+        return Prepared(c, header, msg, _cpu(gold), _cpu(ref), _leaf_labels(c, spec.entry.params), ignore)
+
+    def weights(self, c: caseapi.Case, rng: caseapi.Rng) -> dict[str, torch.Tensor]:
+        """Random weights for a module case, by the reference's parameter names (empty for functions)."""
+        if not self.spec.entry.is_module:
+            return {}
+        init = {k: execute.materialize(_as_program(v, lambda t: t)) for k, v in (c.init or {}).items()}
+        with torch.random.fork_rng(devices=[]):
+            shapes = [(n, p.shape) for n, p in self.reference(**init).named_parameters()]
+        return {n: rng.randn(*shape, scale=shape[-1] ** -0.5) for n, shape in shapes}
+
+    def program(self, c: caseapi.Case, state: dict, cast) -> execute.Program:
+        return execute.Program(
+            init={k: _as_program(v, cast) for k, v in c.init.items()} if c.init is not None else None,
+            state={k: cast(v) for k, v in state.items()},
+            steps=[(tuple(_as_program(a, cast) for a in s.args), {k: _as_program(v, cast) for k, v in s.kwargs.items()})
+                   for s in c.steps],
+            grad=c.grad, train=c.train)
+
+    def message(self, c: caseapi.Case, state: dict, cast) -> tuple[dict, protocol.Message]:
+        """The wire form of a case's construction and calls, tensors cast for the worker."""
+        msg = protocol.Message()
+        header = {
+            "init": {k: msg.value(v) for k, v in c.init.items()} if c.init is not None else None,
+            "state": {k: msg.tensor(cast(v)) for k, v in state.items()},
+            "steps": [{"args": [msg.value(_cast(a, cast)) for a in s.args],
+                       "kwargs": {k: msg.value(_cast(v, cast)) for k, v in s.kwargs.items()}} for s in c.steps],
+        }
+        return header, msg
+
+    # -- judging one case -----------------------------------------------------------------------
+
+    def judge(self, p: Prepared, reply: dict, tensors: list[torch.Tensor]) -> CaseResult:
+        from torchcode.grader.verdict import judge_case
+
+        return judge_case(self.spec.grading, p, reply, tensors)
+
+
+def _cpu(ex: execute.Execution) -> execute.Execution:
+    """The reference's results on the CPU (comparison happens there); device tensors are copied once."""
+    def move(v):
+        if isinstance(v, torch.Tensor):
+            return v.detach().cpu()
+        if isinstance(v, (tuple, list)):
+            return tuple(move(x) for x in v)
+        return v
+
+    return execute.Execution(outputs=[move(o) for o in ex.outputs],
+                             input_grads={k: move(v) for k, v in ex.input_grads.items()},
+                             param_grads={k: move(v) for k, v in ex.param_grads.items()})
+
+
+def _as_program(v, cast):
+    if isinstance(v, torch.Tensor):
+        return cast(v)
+    if isinstance(v, caseapi.Const):
+        return ConstTensor(cast(v.tensor))
+    if isinstance(v, caseapi.Prev):
+        return PrevRef(v.step, v.path)
+    if isinstance(v, caseapi.Config):
+        return NamespaceValue({k: _as_program(x, cast) for k, x in v.fields.items()})
+    if isinstance(v, (tuple, list)):
+        return tuple(_as_program(x, cast) for x in v)
+    return v
+
+
+def _cast(v, cast):
+    """A case value with its tensors cast (for the wire; Prev and Config stay what they are)."""
+    if isinstance(v, torch.Tensor):
+        return cast(v)
+    if isinstance(v, caseapi.Const):
+        return caseapi.Const(cast(v.tensor))
+    if isinstance(v, (tuple, list)):
+        return type(v)(_cast(x, cast) for x in v)
+    return v
+
+
+def _leaf_labels(c: caseapi.Case, params: tuple[str, ...]) -> list[str]:
+    """Names of the input tensors in the order execute.run makes them leaves."""
+    labels: list[str] = []
+
+    def walk(v, name):
+        if isinstance(v, torch.Tensor):
+            labels.append(name)
+        elif isinstance(v, (tuple, list)):
+            for j, x in enumerate(v):
+                walk(x, f"{name}[{j}]")
+
+    for i, s in enumerate(c.steps):
+        suffix = f" (call {i + 1})" if len(c.steps) > 1 else ""
+        for j, a in enumerate(s.args):
+            walk(a, (params[j] if j < len(params) else f"argument {j + 1}") + suffix)
+        for k, v in s.kwargs.items():
+            walk(v, k + suffix)
+    return labels

@@ -1,0 +1,224 @@
+"""Deciding one case: structure, NaN/inf, the variant's properties, values, gradients (trusted side).
+
+Everything here reads tensors the worker sent back as raw bytes and expected values it never
+saw; the first problem found, in that order, is the case's verdict and its message.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from torchcode.catalog.spec import GradingPolicy
+from torchcode.grader import compare, execute, protocol
+from torchcode.grader.problem import Prepared
+from torchcode.grader.protocol import Unsupported
+from torchcode.grader.result import CaseResult, Mismatch, Verdict
+
+
+def judge_case(pol: GradingPolicy, p: Prepared, reply: dict, tensors: list[torch.Tensor]) -> CaseResult:
+    """The verdict of one case, from what the worker sent back."""
+    c = p.case
+    res = CaseResult(c.name, Verdict.ACCEPTED, targets=c.targets, seconds=float(reply.get("seconds", 0.0) or 0.0))
+    if "error" in reply:
+        return error_result(res, reply["error"])
+    largest = int(reply.get("largest") or 0)
+    if c.max_intermediate is not None and largest >= c.max_intermediate:
+        shape = " x ".join(map(str, reply.get("largest_shape") or [])) or "?"
+        res.verdict = Verdict.TOO_MUCH_MEMORY
+        res.message = (f"your code created a tensor of shape ({shape}), {largest:,} elements; this case allows fewer than "
+                       f"{c.max_intermediate:,}" + (f" ({c.intermediate_hint})" if c.intermediate_hint else "")
+                       + ". Compute the result without materialising a tensor that grows with S x S.")
+        return res
+    try:
+        outputs = [_learner_value(v, tensors) for v in reply["outputs"]]
+        in_grads = {int(k): _learner_value(v, tensors) for k, v in reply["input_grads"].items()}
+        p_grads = {str(k): _learner_value(v, tensors) for k, v in reply["param_grads"].items()}
+    except (KeyError, TypeError, ValueError, protocol.ProtocolError):
+        res.verdict, res.message = Verdict.CRASHED, "the worker sent back a malformed result"
+        return res
+    if len(outputs) != len(c.steps):
+        res.verdict, res.message = Verdict.CRASHED, "the worker sent back the wrong number of results"
+        return res
+    multi = len(c.steps) > 1
+    flat_learner = [execute.flatten(o) for o in outputs]
+    flat_gold = [execute.flatten(o) for o in p.gold.outputs]
+    flat_ref = [execute.flatten(o) for o in p.ref.outputs]
+
+    # 1. structure, type, shape, dtype, device
+    for i, (lo, go, ro) in enumerate(zip(outputs, p.gold.outputs, p.ref.outputs)):
+        problem = _structure_problem(lo, go, ro, device=p.header["device"])
+        if problem:
+            res.verdict = Verdict.WRONG_DEVICE if " on device " in problem else Verdict.WRONG_OUTPUT
+            res.message = (f"in call {i + 1}: " if multi else "") + problem
+            return res
+
+    # 2. NaN / Inf
+    for i, (lo, go) in enumerate(zip(flat_learner, flat_gold)):
+        for path, g in go.items():
+            t = lo[path]
+            if isinstance(g, torch.Tensor) and g.is_floating_point():
+                bad = ~torch.isfinite(t.tensor) & torch.isfinite(g)
+                if (i, path) in p.ignore:
+                    bad &= ~p.ignore[(i, path)].expand_as(bad)
+                if bad.any():
+                    idx = [int(x) for x in torch.nonzero(bad)[0]]
+                    res.verdict = Verdict.WRONG_ANSWER
+                    res.message = (f"{_label(path, i, multi)} contains {t.tensor[tuple(idx)].item()} at {idx} where the "
+                                   "expected value is finite. NaN/inf come from exp() of large scores (subtract each "
+                                   "row's maximum, or use torch.softmax) or from a row whose keys are all masked "
+                                   "(check which keys each query may see).")
+                    return res
+
+    # 3. the properties the variant is about, on the learner's own outputs
+    learner_t = [{k: v.tensor for k, v in fl.items() if isinstance(v, _LT)} for fl in flat_learner]
+    for chk in c.checks:
+        a, b = chk.a.resolve(learner_t), chk.b.resolve(learner_t)
+        ra, rb = chk.a.resolve(flat_ref), chk.b.resolve(flat_ref)
+        gb = chk.b.resolve(flat_gold)
+        allowed = (pol.factor * compare.property_error(ra, rb) + pol.floor * gb.detach().abs().max().item()
+                   + compare.atol_for(ra.dtype))
+        err = compare.property_error(a, b)
+        if a.shape != b.shape or not err <= allowed:
+            res.verdict = Verdict.WRONG_ANSWER
+            res.message = chk.because + (f" (outputs differ by {err:.3g}; allowed {allowed:.2g})" if a.shape == b.shape else "")
+            return res
+
+    # 4. values
+    for i, (lo, go, ro) in enumerate(zip(flat_learner, flat_gold, flat_ref)):
+        for path, g in go.items():
+            if not (isinstance(g, torch.Tensor) and g.is_floating_point()):
+                continue
+            m = compare.compare(_label(path, i, multi), lo[path].tensor, g, ro[path],
+                                factor=pol.factor, floor=pol.floor, ignore=p.ignore.get((i, path)))
+            if m:
+                return _wrong(res, m)
+
+    # 5. gradients
+    if c.grad:
+        for idx, g in p.gold.input_grads.items():
+            m = _grad(pol, f"gradient of {p.leaf_labels[idx]}", in_grads.get(idx), g, p.ref.input_grads.get(idx))
+            if m:
+                return _wrong(res, m) if isinstance(m, Mismatch) else _no_grad(res, m)
+        for name, g in p.gold.param_grads.items():
+            m = _grad(pol, f"gradient of {name}", p_grads.get(name), g, p.ref.param_grads.get(name))
+            if m:
+                return _wrong(res, m) if isinstance(m, Mismatch) else _no_grad(res, m)
+    return res
+
+def _grad(pol: GradingPolicy, what, got, gold, ref):
+    if gold is None or ref is None:
+        return None
+    if got is None or not isinstance(got, _LT):
+        return what if gold.abs().max().item() > 0 else None
+    if tuple(got.tensor.shape) != tuple(gold.shape):
+        return None
+    return compare.compare(what, got.tensor, gold, ref, factor=pol.factor, floor=pol.floor)
+
+
+class _LT:
+    """A tensor the learner returned, with the device it was on."""
+
+    def __init__(self, tensor: torch.Tensor, device: str):
+        self.tensor, self.device = tensor, device
+
+
+def _learner_value(v, tensors):
+    if v is None:
+        return None
+    if isinstance(v, dict) and "T" in v:
+        i = v["T"]
+        if not isinstance(i, int) or not 0 <= i < len(tensors):
+            raise protocol.ProtocolError("bad tensor index")
+        return _LT(tensors[i], str(v.get("device", "cpu")))
+    if isinstance(v, dict) and "L" in v and isinstance(v["L"], list):
+        return tuple(_learner_value(x, tensors) for x in v["L"])
+    if isinstance(v, dict) and isinstance(v.get("X"), str):
+        return Unsupported(v["X"][:200])
+    raise protocol.ProtocolError("bad value")
+
+
+def _label(path, step, multi) -> str:
+    name = "output" + "".join(f"[{i}]" for i in path)
+    return name + (f" of call {step + 1}" if multi else "")
+
+
+def _describe(v) -> str:
+    if isinstance(v, _LT):
+        return f"a tensor of shape {list(v.tensor.shape)}"
+    if isinstance(v, tuple) and v:
+        return f"a tuple of {len(v)} items"
+    if isinstance(v, Unsupported):
+        return f"a {v}"
+    if v is None:
+        return "None"
+    if v == ():
+        return "an empty tuple"
+    return type(v).__name__
+
+
+def _structure_problem(got, gold, ref, label: str = "output", device: str = "cpu") -> str | None:
+    """Compare what the learner returned with the reference's structure, recursively."""
+    if isinstance(gold, (tuple, list)):
+        if not isinstance(got, tuple):
+            return f"{label} should be a tuple of {len(gold)} items, got {_describe(got)}"
+        if len(got) != len(gold):
+            return f"{label} should be a tuple of {len(gold)} items, got a tuple/list of {len(got)}"
+        for i, (a, b, r) in enumerate(zip(got, gold, ref)):
+            problem = _structure_problem(a, b, r, f"{label}[{i}]", device)
+            if problem:
+                return problem
+        return None
+    if gold is None:
+        return None if got is None else f"{label} should be None, got {_describe(got)}"
+    if not isinstance(got, _LT):
+        hint = " (convert numpy arrays back with torch.from_numpy, or better, stay in torch)" if "numpy" in str(got) else ""
+        return f"{label} should be a torch.Tensor, got {_describe(got)}{hint}"
+    t = got.tensor
+    if tuple(t.shape) != tuple(ref.shape):
+        return f"{label} has shape {list(t.shape)}, expected {list(ref.shape)}"
+    if t.dtype != ref.dtype:
+        return f"{label} has dtype {t.dtype}, expected {ref.dtype} (keep the inputs' dtype)"
+    if got.device.split(":")[0] != device:
+        return f"{label} is on device {got.device}, expected {device} (keep the inputs' device)"
+    return None
+
+
+def _wrong(res: CaseResult, m: Mismatch) -> CaseResult:
+    res.verdict, res.mismatch = Verdict.WRONG_ANSWER, m
+    res.message = (f"{m.what} does not match the reference: {m.bad:,} of {m.total:,} elements are off, "
+                   f"worst at index {m.index} (expected {m.expected:.6g}, got {m.got:.6g})")
+    return res
+
+
+def _no_grad(res: CaseResult, what: str) -> CaseResult:
+    res.verdict = Verdict.WRONG_ANSWER
+    res.message = (f"no {what} reached the input: part of your computation is cut off from autograd "
+                   "(.detach(), .data, .item(), torch.no_grad(), or building a new tensor from values)")
+    return res
+
+
+_ERROR_VERDICTS = {
+    "syntax": Verdict.SYNTAX_ERROR, "interface": Verdict.BAD_INTERFACE, "not_implemented": Verdict.NOT_IMPLEMENTED,
+    "forbidden": Verdict.FORBIDDEN_CALL, "runtime": Verdict.RUNTIME_ERROR, "memory": Verdict.MEMORY_LIMIT,
+    "device": Verdict.WRONG_DEVICE,
+}
+
+
+def error_result(res: CaseResult, err: dict) -> CaseResult:
+    kind = err.get("kind") if isinstance(err, dict) else None
+    res.verdict = _ERROR_VERDICTS.get(kind, Verdict.RUNTIME_ERROR)
+    res.traceback = str(err.get("traceback", ""))[:8000] if isinstance(err, dict) else ""
+    msg = str(err.get("message", "")) if isinstance(err, dict) else ""
+    if res.verdict is Verdict.NOT_IMPLEMENTED:
+        msg = f"your code still raises NotImplementedError {err.get('stage', '')}: replace the TODOs with your implementation"
+    elif res.verdict is Verdict.WRONG_DEVICE:
+        msg += ". Create helper tensors (masks, aranges, zeros) on the inputs' device: device=x.device"
+    elif res.verdict is Verdict.MEMORY_LIMIT:
+        msg = (f"your code ran out of memory {err.get('stage', '')}: the worker may use at most {{memory_mb}} MB "
+               "(--memory-limit). Look for a tensor far larger than the inputs.")
+    elif res.verdict is Verdict.FORBIDDEN_CALL:
+        names = err.get("names") or []
+        msg = (f"your code used {', '.join(names)}, which this problem forbids: write it yourself from basic tensor ops"
+               if names else msg)
+    res.message = msg[:2000]
+    return res
