@@ -142,8 +142,7 @@ class Grader:
             r = error_result(CaseResult("import", Verdict.RUNTIME_ERROR), reply["error"])
             report.verdict, report.message = r.verdict, r.message
             report.cases = [CaseResult(d.name, Verdict.NOT_RUN, targets=d.targets) for d, _ in defs]
-            if r.traceback:
-                report.cases.insert(0, CaseResult("import", r.verdict, message=r.message, traceback=r.traceback))
+            report.traceback = r.traceback
             return
         dead = None
         for k, (d, dtype) in enumerate(defs):

@@ -80,6 +80,7 @@ class Report:
     seconds: float = 0.0  # wall time of the whole check
     load_seconds: float = 0.0  # importing the learner's file in the worker
     output: str = ""  # what the learner's code printed (truncated)
+    traceback: str = ""  # when the file could not even be imported: the learner's frames, or the caret
     sha256: str = ""
     limits: dict = field(default_factory=dict)
     device: str = "cpu"

@@ -32,7 +32,7 @@ def report(con: Console, r: Report, *, display_file: str) -> None:
         return
     bad = r.first_failure
     body = Text()
-    if bad and bad.name != "import":
+    if bad:
         body.append("Case ", style="bold").append(bad.name, style="bold").append(f": {bad.targets}\n", style="dim")
     if bad and bad.mismatch:
         m = bad.mismatch
@@ -46,12 +46,14 @@ def report(con: Console, r: Report, *, display_file: str) -> None:
         body.append(f"  {'elements off':<14}{m.bad:,} of {m.total:,}")
     else:
         body.append(r.message or (bad.message if bad else ""))
-    if bad and bad.traceback and r.verdict is not Verdict.NOT_IMPLEMENTED:
+    tb = (bad.traceback if bad else "") or r.traceback
+    if tb and r.verdict is not Verdict.NOT_IMPLEMENTED:
         body.append("\n\n")
-        body.append(bad.traceback.rstrip(), style="yellow")
+        body.append(tb.rstrip(), style="yellow")
     con.print(Panel(body, title=Text(label, style=style), title_align="left", border_style=style.split()[-1]))
     if r.output.strip():
         con.print(Panel(Text(r.output.rstrip()), title="your code printed", title_align="left", border_style="dim"))
-    if r.verdict not in (Verdict.NOT_IMPLEMENTED, Verdict.SYNTAX_ERROR, Verdict.BAD_INTERFACE):
+    ran = any(c.verdict is not Verdict.NOT_RUN for c in r.cases)  # the seed matters only once cases ran
+    if ran and r.verdict not in (Verdict.NOT_IMPLEMENTED, Verdict.SYNTAX_ERROR, Verdict.BAD_INTERFACE):
         con.print(f"[dim]seed {r.seed}: reproduce with `torchcode check {display_file} --problem {r.problem} --seed {r.seed}`[/dim]",
                   soft_wrap=True)
