@@ -40,6 +40,11 @@ def block_of_one(rng):
     return flash(rng, 1, 9, 4, block_size=1)
 
 
+@case(targets="a single token")
+def single_token(rng):
+    return flash(rng, 2, 1, 8, block_size=4)
+
+
 @case(targets="block_size >= S: a single tile")
 def one_tile(rng):
     return flash(rng, 2, 20, 8, block_size=32)

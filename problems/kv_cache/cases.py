@@ -53,3 +53,10 @@ def decode_from_scratch(rng):
 @case(targets="one head, batch 3, uneven chunks")
 def one_head(rng):
     return chunks_then_full(rng, 16, 1, B=3, sizes=[2, 4, 3])
+
+
+@case(targets="large activations while decoding: a stable softmax over the cache")
+def large_scores_decode(rng):
+    x = rng.randn(2, 6, 32, scale=15.0)
+    steps = [Call(x[:, :5]), Call(x[:, 5:6], Prev(0, 1))]
+    return Case(init=dict(d_model=32, num_heads=4), steps=steps, grad=False)  # forward stability only

@@ -35,6 +35,12 @@ def rectangular(rng):
     return lin(B, S, rng.randn(B, S, 12), rng.randn(B, S, 12), rng.randn(B, S, 5))
 
 
+@case(targets="a single token")
+def single_token(rng):
+    # S x S is 1 element here: no memory bound, just the math at its smallest
+    return Case(steps=[Call(rng.randn(3, 1, 8), rng.randn(3, 1, 8), rng.randn(3, 1, 4))])
+
+
 @case(targets="large negative and positive activations (elu saturates)")
 def large_inputs(rng):
     B, S = 2, 24

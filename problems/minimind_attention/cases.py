@@ -115,3 +115,12 @@ def dropout_in_eval(rng):
 def single_token(rng):
     cos, sin = rope_tables(1, 16)
     return Case(init=dict(config=config(hidden=64, heads=4, kv=2)), steps=[Call(rng.randn(1, 1, 64), pe(cos, sin, 0, 1))])
+
+
+@case(targets="large activations with a cache: a stable softmax on both paths")
+def large_scores(rng):
+    cos, sin = rope_tables(6, 8)
+    x = rng.randn(2, 6, 64, scale=15.0)
+    steps = [Call(x[:, :5], pe(cos, sin, 0, 5), use_cache=True),
+             Call(x[:, 5:], pe(cos, sin, 5, 6), past_key_value=Prev(0, 1), use_cache=True)]
+    return Case(init=dict(config=config()), steps=steps, grad=False)  # forward stability only

@@ -46,3 +46,8 @@ def window_one(rng):
 @case(targets="large-magnitude scores: a stable softmax")
 def large_scores(rng):
     return Case(steps=[Call(*qkv(rng, 2, 9, 16, scale=25.0), 3)], grad=False)  # forward stability only
+
+
+@case(targets="a single token")
+def single_token(rng):
+    return Case(steps=[Call(*qkv(rng, 2, 1, 8), 2)])
