@@ -84,3 +84,40 @@ def test_id_clash_names_both_places(tmp_path):
     shutil.copytree(ROOT / "problems" / "sdpa", pack / "problems" / "sdpa")
     with pytest.raises(UsageError, match="defined twice"):
         load_catalog([pack])
+
+
+def test_parsed_specs_are_cached_and_revalidated(tmp_path, torchcode_home):
+    import os
+
+    from torchcode.cache import DerivedCache
+
+    folder = make_pack(tmp_path, GOOD)
+    pack = folder.parents[1]
+    assert load_catalog([pack]).get("toy").title == "Toy"
+    cache_file = torchcode_home / "cache" / "problem-specs.json"
+    assert str(folder / "problem.toml") in DerivedCache("problem-specs").entries
+    # an edit (new mtime) is seen, and what it breaks is reported
+    toml = folder / "problem.toml"
+    toml.write_text(GOOD.replace('difficulty = "easy"', 'difficulty = "trivial"'))
+    os.utime(toml, ns=(toml.stat().st_atime_ns, toml.stat().st_mtime_ns + 10**9))
+    cat = load_catalog([pack])
+    assert "toy" in cat.broken and cat.broken["toy"].field == "difficulty"
+    # a corrupt cache is ignored and rewritten
+    cache_file.write_text("{not json")
+    toml.write_text(GOOD)
+    assert load_catalog([pack]).get("toy").difficulty == "easy"
+    assert DerivedCache("problem-specs").entries
+
+
+def test_rendered_stubs_follow_their_template(cli, workdir, tmp_path):
+    """start renders from a cache; editing the template is picked up on the next start."""
+    import os
+
+    pack = tmp_path / "pack"
+    assert cli("new", "toy_attn", "--dir", str(pack)).code == 0
+    assert cli("start", "toy_attn", "--problems-dir", str(pack)).code == 0
+    template = pack / "templates" / "toy_attn.py.j2"
+    template.write_text(template.read_text().replace("# TODO 1: the first step", "# TODO 1: edited step"))
+    os.utime(template, ns=(template.stat().st_atime_ns, template.stat().st_mtime_ns + 10**9))
+    assert cli("start", "toy_attn", "--force", "--problems-dir", str(pack)).code == 0
+    assert "# TODO 1: edited step" in (workdir / "toy_attn.py").read_text()

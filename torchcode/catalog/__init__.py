@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchcode import paths
+from torchcode.cache import DerivedCache
 from torchcode.catalog.spec import ProblemSpec, load_spec
 from torchcode.errors import ProblemNotFound, SpecError, UsageError
 
@@ -38,6 +39,7 @@ def load_catalog(problems_dirs: list[Path] | None = None, *, builtin: bool = Tru
     """Load the built-in course plus every extra pack; an id defined twice is an error."""
     packs = ([paths.builtin_pack()] if builtin else []) + paths.extra_packs(problems_dirs)
     catalog = Catalog()
+    cache = DerivedCache("problem-specs")
     origin: dict[str, Path] = {}
     for pack in packs:
         pack = pack.expanduser().resolve()
@@ -53,9 +55,10 @@ def load_catalog(problems_dirs: list[Path] | None = None, *, builtin: bool = Tru
                     "Rename one of them.")
             origin[folder.name] = folder
             try:
-                spec = load_spec(folder, pack)
+                spec = load_spec(folder, pack, cache)
             except SpecError as e:
                 catalog.broken[folder.name] = e
                 continue
             catalog.problems[spec.id] = spec
+    cache.save()
     return catalog

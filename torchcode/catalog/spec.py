@@ -15,7 +15,6 @@ and ``templates/<id>.py.j2`` (the stub). No torch here.
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -107,17 +106,26 @@ class ProblemSpec:
         return sorted(d.glob("*.py")) if d.is_dir() else []
 
 
-def load_spec(folder: Path, pack: Path) -> ProblemSpec:
-    """Parse and validate ``folder/problem.toml``; raise SpecError naming file, field and fix."""
+def load_spec(folder: Path, pack: Path, cache=None) -> ProblemSpec:
+    """Parse and validate ``folder/problem.toml``; raise SpecError naming file, field and fix.
+
+    ``cache`` (a ``DerivedCache``) may supply the parse; validation always runs.
+    """
     path = folder / "problem.toml"
+
+    def parse() -> dict:
+        import tomllib
+
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = cache.get(str(path), [path], parse) if cache is not None else parse()
     except FileNotFoundError:
         raise SpecError(path, None, "file is missing", "every problem folder needs a problem.toml") from None
-    except tomllib.TOMLDecodeError as e:
-        raise SpecError(path, None, f"not valid TOML ({e})", "fix the syntax at that line") from None
     except (OSError, UnicodeDecodeError) as e:
         raise SpecError(path, None, f"cannot be read ({e})") from None
+    except ValueError as e:  # tomllib.TOMLDecodeError
+        raise SpecError(path, None, f"not valid TOML ({e})", "fix the syntax at that line") from None
     return _Validator(path, raw, folder, pack).spec()
 
 

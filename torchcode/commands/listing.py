@@ -6,7 +6,6 @@ from pathlib import Path
 
 from torchcode.commands.common import catalog, store, warn_store
 from torchcode.errors import UsageError
-from torchcode.render import console
 from torchcode.render.catalog import problem_table
 
 
@@ -24,7 +23,9 @@ def run(problems_dirs: list[Path] | None, tag: str | None, difficulty: str | Non
     warn_store(st)
     suggestion = next((p for p in problems if not (progress.get(p.id) and progress[p.id].solved)), None)
     if not problems:
-        console().print("No problem matches those filters.")
+        from typer import echo
+
+        echo("No problem matches those filters.")
         return 0
-    problem_table(console(), problems, progress, suggestion)
+    problem_table(problems, progress, suggestion)
     return 0

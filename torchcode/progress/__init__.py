@@ -100,10 +100,8 @@ class Store:
             if "attempts" not in tables:
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.executescript("BEGIN IMMEDIATE;" + SCHEMA + f"PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;")
-            else:
-                conn.execute("SELECT count(*) FROM attempts").fetchone()
-                if conn.execute("PRAGMA quick_check").fetchone()[0] != "ok":
-                    raise sqlite3.DatabaseError("database disk image is malformed")
+            # No full scan here (it grows with the history): a damaged page raises "malformed"
+            # when a query touches it, and _use() moves the file aside then.
         except BaseException:
             conn.close()
             raise
@@ -127,15 +125,32 @@ class Store:
             raise StoreError(f"the progress store {self.path} is corrupt ({e}) and cannot be moved aside: {err.strerror}") from None
         self.warnings.append(f"the progress store was corrupt ({e}); it was moved to {aside} and a fresh one started")
 
-    def _write(self, sql: str, args: tuple) -> None:
-        try:
+    def _use(self, action):
+        """Run ``action(conn)``; a corrupt file found on the way is moved aside and the action retried once."""
+        for attempt in (1, 2):
             conn = self._connect()
+            try:
+                return action(conn)
+            except sqlite3.DatabaseError as e:
+                if conn.in_transaction:
+                    try:
+                        conn.execute("ROLLBACK")
+                    except sqlite3.DatabaseError:
+                        pass
+                if attempt == 2 or not self._is_corrupt(e) or isinstance(e, sqlite3.OperationalError) and "locked" in str(e):
+                    raise
+                self.close()
+                self._move_aside(e)
+
+    def _write(self, sql: str, args: tuple) -> None:
+        def write(conn):
             conn.execute("BEGIN IMMEDIATE")
             conn.execute(sql, args)
             conn.execute("COMMIT")
-        except sqlite3.OperationalError as e:
-            if self._conn is not None and self._conn.in_transaction:
-                self._conn.execute("ROLLBACK")
+
+        try:
+            self._use(write)
+        except sqlite3.DatabaseError as e:
             raise StoreError(f"cannot write the progress store {self.path}: {e}. "
                              "Set TORCHCODE_HOME to a writable folder.") from None
 
@@ -143,8 +158,8 @@ class Store:
         if not self.path.exists():
             return []
         try:
-            return self._connect().execute(sql, args).fetchall()
-        except sqlite3.OperationalError as e:
+            return self._use(lambda conn: conn.execute(sql, args).fetchall())
+        except sqlite3.DatabaseError as e:
             raise StoreError(f"cannot read the progress store {self.path}: {e}") from None
 
     def close(self) -> None:
@@ -165,16 +180,15 @@ class Store:
         return [dict(zip(cols, r)) for r in self._read(sql, (problem,) if problem else ())]
 
     def progress(self) -> dict[str, ProblemProgress]:
-        out: dict[str, ProblemProgress] = {}
-        for a in self.attempts():
-            p = out.setdefault(a["problem"], ProblemProgress(a["problem"]))
-            p.attempts += 1
-            p.last_verdict, p.last_at, p.last_passed, p.last_total = a["verdict"], a["at"], a["passed"], a["total"]
-            if a["verdict"] == "accepted":
-                p.solved = True
-                if p.best_seconds is None or a["kernel_seconds"] < p.best_seconds:
-                    p.best_seconds = a["kernel_seconds"]
-        return out
+        """Per problem: attempts, solved, best kernel time, and the last attempt (one aggregate query)."""
+        rows = self._read(
+            "SELECT a.problem, agg.n, agg.solved, agg.best, a.verdict, a.at, a.passed, a.total FROM "
+            "(SELECT problem, count(*) AS n, max(verdict = 'accepted') AS solved, "
+            "        min(CASE WHEN verdict = 'accepted' THEN kernel_seconds END) AS best, max(id) AS last "
+            " FROM attempts GROUP BY problem) AS agg JOIN attempts AS a ON a.id = agg.last")
+        return {r[0]: ProblemProgress(problem=r[0], attempts=r[1], solved=bool(r[2]), best_seconds=r[3],
+                                      last_verdict=r[4], last_at=r[5], last_passed=r[6], last_total=r[7])
+                for r in rows}
 
     def is_solved(self, problem: str) -> bool:
         return bool(self._read("SELECT 1 FROM attempts WHERE problem = ? AND verdict = 'accepted' LIMIT 1", (problem,)))

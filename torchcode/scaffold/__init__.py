@@ -22,6 +22,19 @@ def docstring(text: str) -> str:
 
 
 def render_stub(spec: ProblemSpec) -> str:
+    """The stub for ``spec``, rendered from its template (cached while its sources are unchanged)."""
+    from torchcode.cache import DerivedCache
+
+    sources = [spec.template_path, spec.statement_path, spec.folder / "problem.toml"]  # the template sees spec too
+    if not all(p.is_file() for p in sources):
+        return _render_stub(spec)  # raises the SpecError that names the missing file
+    cache = DerivedCache("stubs")
+    text = cache.get(str(spec.template_path), sources, lambda: _render_stub(spec))
+    cache.save()
+    return text
+
+
+def _render_stub(spec: ProblemSpec) -> str:
     import jinja2
 
     try:
