@@ -75,7 +75,6 @@ class ProblemSpec:
     pack: Path  # the pack root holding problems/, solutions/, templates/
     format: int = 1
     bench_sizes: dict = field(default_factory=dict, compare=False)  # device -> sizes for `bench`
-    extra: dict = field(default_factory=dict, compare=False)
 
     @property
     def statement_path(self) -> Path:

@@ -17,7 +17,7 @@ def run(target: str | None, problem: str | None, limits, dtype: str, sizes: list
     spec, path = resolve_target(cat, store(), target, problem)
     if dtype not in spec.grading.dtypes:
         raise UsageError(f"{spec.id} is not graded in {dtype}; it declares {', '.join(spec.grading.dtypes)}")
-    from torchcode.grader.bench import run_bench
+    from torchcode.grader.bench import bench_sizes, run_bench
     from torchcode.grader.judge import Grader, resolve_device
 
     try:
@@ -35,8 +35,7 @@ def run(target: str | None, problem: str | None, limits, dtype: str, sizes: list
                 from rich.progress import Progress
 
                 with Progress(console=err_console(), transient=True) as bar:
-                    task = bar.add_task("benchmarking", total=len(sizes or spec.bench_sizes.get(limits.device) or
-                                                                      spec.bench_sizes.get("cpu") or [1]))
+                    task = bar.add_task("benchmarking", total=max(len(bench_sizes(spec, limits.device, sizes)), 1))
                     report = run_bench(grader, spec, path, dtype=dtype, sizes=sizes, reps=reps,
                                        on_step=lambda i, n, label: bar.update(task, completed=i, description=label))
     except KeyboardInterrupt:

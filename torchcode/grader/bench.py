@@ -59,13 +59,18 @@ class BenchReport:
         return d
 
 
+def bench_sizes(spec: ProblemSpec, device: str, sizes: list[int] | None = None) -> list[int]:
+    """The sizes to run: those asked for, else the problem's for this device, else its CPU ones."""
+    return list(sizes or spec.bench_sizes.get(device) or spec.bench_sizes.get("cpu") or ())
+
+
 def run_bench(grader, spec: ProblemSpec, path: Path, *, dtype: str = "float32", sizes: list[int] | None = None,
               warmup: int = 2, reps: int = 5, seed: int = 0, on_step=None) -> BenchReport:
     problem = grader.problem(spec)
     if problem.bench_builder is None:
         raise UsageError(f"{spec.id} has no benchmark (its cases.py defines no @benchmark builder)")
     device = grader.limits.device
-    sizes = sizes or list(spec.bench_sizes.get(device) or spec.bench_sizes.get("cpu") or ())
+    sizes = bench_sizes(spec, device, sizes)
     if not sizes:
         raise UsageError(f"{spec.id} declares no benchmark sizes for {device} ([bench] {device} = [...] in problem.toml)")
     low = protocol.DTYPES[dtype]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 from rich.console import Console
 
 VERDICT_STYLE = {
@@ -25,8 +23,8 @@ VERDICT_STYLE = {
 STATUS_STYLE = {"solved": "green", "attempted": "yellow", "todo": "dim"}
 
 
-def console(stderr: bool = False) -> Console:
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+def console() -> Console:
+    return Console(highlight=False, soft_wrap=False)
 
 
 def err_console() -> Console:
@@ -36,6 +34,3 @@ def err_console() -> Console:
 def verdict_label(verdict: str) -> tuple[str, str]:
     return VERDICT_STYLE.get(verdict, ("bold", verdict))
 
-
-def is_tty() -> bool:
-    return sys.stdout.isatty()
