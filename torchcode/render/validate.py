@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from rich.console import Console
+from rich.markup import escape
 
 
 def results(con: Console, items) -> None:
@@ -13,13 +14,13 @@ def results(con: Console, items) -> None:
         con.print(f"{mark} [bold]{pv.problem}[/bold]")
         for it in pv.items:
             if it.ok:
-                con.print(f"   [green]ok[/green]   {it.check:<10} {it.what}", markup=True, highlight=False)
+                con.print(f"   [green]ok[/green]   {it.check:<10} {escape(it.what)}", highlight=False, soft_wrap=True)
             else:
-                con.print(f"   [red]fail[/red] {it.check:<10} {it.what}", highlight=False)
+                con.print(f"   [red]fail[/red] {it.check:<10} {escape(it.what)}", highlight=False, soft_wrap=True)
                 if it.file:
-                    con.print(f"        file: {os.path.relpath(it.file)}", highlight=False)
+                    con.print(f"        file: {escape(os.path.relpath(it.file))}", highlight=False, soft_wrap=True)
                 if it.fix:
-                    con.print(f"        fix:  {it.fix}", highlight=False)
+                    con.print(f"        fix:  {escape(it.fix)}", highlight=False, soft_wrap=True)
     bad = [pv.problem for pv in items if not pv.ok]
     total = len(items)
     if bad:
