@@ -47,3 +47,14 @@ class UsageError(TorchcodeError):
 
 class StoreError(TorchcodeError):
     """The progress store cannot be used (read-only, locked, ...)."""
+
+
+class GraderError(TorchcodeError):
+    """The grader itself could not run (a worker that could not start or died before loading the
+    submission: device initialisation, confinement set-up, out of file descriptors, a lost helper
+    process). Never a verdict on the learner's code, and never recorded as an attempt."""
+
+    def __init__(self, cause: str):
+        super().__init__(f"torchcode could not run your code: {cause}. This is a problem with the grader or "
+                         "this machine, not with your code; nothing was recorded.")
+        self.cause = cause

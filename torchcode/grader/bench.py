@@ -76,7 +76,9 @@ def run_bench(grader, spec: ProblemSpec, path: Path, *, dtype: str = "float32", 
     low = protocol.DTYPES[dtype]
     to_low = lambda t: t.to(low) if t.is_floating_point() else t  # noqa: E731
     report = BenchReport(spec.id, str(path), device, dtype, reps)
-    with grader.loaded_worker(spec, path) as worker:
+    from torchcode.grader.judge import threads
+
+    with grader.loaded_worker(spec, path, dtype) as worker, threads(grader.limits.threads):
         for i, size in enumerate(sizes):
             rng = caseapi.Rng(caseapi.case_seed(seed, f"bench/{size}"))
             c = problem.bench_builder(rng, size)

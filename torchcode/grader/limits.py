@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 
 
 @dataclass
@@ -13,5 +14,7 @@ class Limits:
     output_bytes: int = 8 << 20  # what the learner's code may print
     threads: int = 1
     total_limit: float = 120.0  # seconds for the whole check
-    confine: bool = True
-    device: str = "cpu"  # "cpu" or "cuda" (the worker initialises CUDA itself)  # seccomp (no new processes) and Landlock (no access to the grader's files)
+    confine: bool = True  # seccomp (no new processes) and Landlock (no access to the grader's files)
+    device: str = "cpu"  # "cpu" or "cuda" (the worker initialises CUDA itself, before its confinement)
+    # "module:function" replacing the worker's device initialiser (tests simulate a device with it)
+    device_init: str | None = field(default_factory=lambda: os.environ.get("TORCHCODE_DEVICE_INIT") or None)

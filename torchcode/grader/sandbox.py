@@ -110,15 +110,20 @@ def _zygote_loop(sock: socket.socket) -> None:
             except (EOFError, OSError, ValueError):
                 break
             if req.get("op") == "spawn":
-                pid = os.fork()
+                try:
+                    pid = os.fork()
+                except OSError as e:  # out of processes or memory: the trusted side says so
+                    pid = None
+                    _send_json(sock, {"error": f"cannot fork a worker: {e}"})
                 if pid == 0:
                     sock.close()
                     os.setsid()
                     worker.main(fds[0], req["config"])  # never returns
                 for fd in fds:
                     os.close(fd)
-                children.add(pid)
-                _send_json(sock, {"pid": pid})
+                if pid is not None:
+                    children.add(pid)
+                    _send_json(sock, {"pid": pid})
             elif req.get("op") == "wait":
                 pid = int(req["pid"])
                 info = _wait(pid, float(req.get("grace", 1.0))) if pid in children else ExitInfo(None, None, 0, 0)
@@ -158,17 +163,33 @@ class Zygote:
         self.pid, self.sock = pid, ours
 
     def spawn(self, config: dict) -> "WorkerProcess":
+        """A new worker. OSError or EOFError: no worker (out of processes or descriptors, zygote gone)."""
+        if self.sock is None:
+            raise OSError("the zygote is closed")
         mine, theirs = socket.socketpair()
         try:
-            _send_json(self.sock, {"op": "spawn", "config": config}, [theirs.fileno()])
-        finally:
-            theirs.close()
-        reply, _ = _recv_json(self.sock)
+            try:
+                _send_json(self.sock, {"op": "spawn", "config": config}, [theirs.fileno()])
+            finally:
+                theirs.close()
+            reply, _ = _recv_json(self.sock)
+            if "pid" not in reply:
+                raise OSError(reply.get("error", "the zygote did not start a worker"))
+        except (EOFError, BrokenPipeError, ConnectionResetError, protocol.PeerClosed, protocol.ProtocolError, ValueError):
+            mine.close()
+            raise OSError("the zygote process that starts workers is gone") from None
+        except BaseException:
+            mine.close()
+            raise
         return WorkerProcess(self, int(reply["pid"]), mine)
 
     def reap(self, pid: int, grace: float) -> ExitInfo:
-        _send_json(self.sock, {"op": "wait", "pid": pid, "grace": grace})
-        reply, _ = _recv_json(self.sock)
+        try:
+            _send_json(self.sock, {"op": "wait", "pid": pid, "grace": grace})
+            reply, _ = _recv_json(self.sock)
+        except (OSError, AttributeError, EOFError, protocol.PeerClosed, protocol.ProtocolError, ValueError):
+            _killpg(pid)  # the zygote is gone (and the worker dies with it): nothing to learn
+            return ExitInfo(None, None, 0.0, 0.0)
         return ExitInfo(**reply)
 
     def close(self) -> None:

@@ -9,6 +9,7 @@ made by the trusted process from those reports.
 from __future__ import annotations
 
 import errno
+import importlib
 import inspect
 import os
 import resource
@@ -28,19 +29,53 @@ from torchcode.grader.protocol import Message, decode, receive
 MAX_TRACEBACK = 4000
 
 
+START_FAILED = 70  # exit status of a worker that could not start: never the submission's doing
+
+
+class StartFailure(Exception):
+    """The worker could not get ready to run a submission (no learner code has run)."""
+
+
 def main(sock_fd: int, config: dict) -> None:
-    """Entry point of the forked worker; never returns."""
+    """Entry point of the forked worker; never returns.
+
+    Its first message, before any learner code runs, says whether it started: "ready", or
+    "start_failed" with the cause (then it exits with START_FAILED). The trusted side turns a
+    failed start into a GraderError, never into a verdict.
+    """
+    code = 0
     try:
-        _confine(config)
         sock = socket.socket(fileno=sock_fd)
+        try:
+            _start(config)
+        except StartFailure as e:
+            code = START_FAILED
+            Message().send(sock, {"op": "start_failed", "message": str(e)[:2000]})
+            return
+        Message().send(sock, {"op": "ready"})
         Worker(sock, int(config.get("output_bytes") or 0)).serve()
     except BaseException:  # noqa: BLE001 - nothing may escape the child
         pass
     finally:
-        os._exit(0)
+        os._exit(code)
 
 
-def _confine(config: dict) -> None:
+def _start(config: dict) -> None:
+    """Process settings, then the device, then confinement: CUDA must be initialised before the
+    filesystem rules (it reads driver files Landlock would hide: cudaGetDeviceCount error 304)."""
+    device = config.get("device", "cpu")
+    steps = [("setting up the worker process", _setup), (f"initialising the {device} device", _init_device)]
+    if config.get("confine", True):
+        steps.append(("confining the worker (Landlock, seccomp)", _confine))
+    _CONFINED.clear()
+    for what, step in steps:
+        try:
+            step(config)
+        except BaseException as e:  # noqa: BLE001 - whatever went wrong, it is not the learner's
+            raise StartFailure(f"{what} failed: {type(e).__name__}: {e}") from None
+
+
+def _setup(config: dict) -> None:
     try:
         import ctypes
 
@@ -70,19 +105,67 @@ def _confine(config: dict) -> None:
     os.close(null)
     os.chdir(config["cwd"])
     torch.set_num_threads(int(config.get("threads", 1)))
-    _CONFINED.clear()
-    if config.get("confine", True):
-        from torchcode.grader import confine
 
-        learner = os.path.realpath(config["path"])
-        folder = os.path.dirname(learner)
-        protected = [os.path.realpath(p) for p in config.get("protected", [])]
-        readable = [learner] + ([folder] if not any(q == folder or q.startswith(folder + "/") for q in protected) else [])
-        _CONFINED["filesystem"] = confine.restrict_filesystem(protected, readable, [config["cwd"]])
-        _CONFINED["processes"] = confine.no_new_processes()
+
+def _init_device(config: dict) -> None:
+    """Run the device initialiser: ``init_device``, or the ``module:function`` named by
+    ``config["device_init"]`` (``TORCHCODE_DEVICE_INIT``; tests use it to simulate a device)."""
+    init = init_device
+    if config.get("device_init"):
+        module, _, name = str(config["device_init"]).partition(":")
+        init = getattr(importlib.import_module(module), name)
+    init(config.get("device", "cpu"), list(config.get("dtypes") or ["float32"]), bool(config.get("sdpa")))
+
+
+def init_device(device: str, dtypes: list[str], sdpa: bool = False) -> None:
+    """Make ``device`` usable and load the kernels grading will use there, so no case pays for it.
+
+    On CUDA: create the context, then run matmul, softmax and backward (and the fused attention
+    kernels, where the problem allows ``sdpa``) once in each graded dtype. CUDA loads kernels
+    lazily; the first fused low-precision attention call costs about a second. The CPU needs nothing.
+    """
+    if device != "cuda":
+        return
+    torch.cuda.init()
+    import torch.nn.functional as F
+
+    for name in dtypes:
+        x = torch.randn(1, 2, 16, 64, device=device, dtype=protocol.DTYPES[name], requires_grad=True)
+        y = (x @ x.transpose(-2, -1)).softmax(-1) @ x
+        if sdpa:
+            causal = torch.ones(16, 16, dtype=torch.bool, device=device).tril()
+            y = y + F.scaled_dot_product_attention(x, x, x, is_causal=True)
+            y = y + F.scaled_dot_product_attention(x, x, x, attn_mask=causal)
+        y.sum().backward()
+    torch.cuda.synchronize()
+
+
+def _confine(config: dict) -> None:
+    from torchcode.grader import confine
+
+    learner = os.path.realpath(config["path"])
+    folder = os.path.dirname(learner)
+    protected = [os.path.realpath(p) for p in config.get("protected", [])]
+    readable = [learner] + ([folder] if not any(q == folder or q.startswith(folder + "/") for q in protected) else [])
+    _CONFINED["filesystem"] = confine.restrict_filesystem(protected, readable, [config["cwd"]])
+    _CONFINED["processes"] = confine.no_new_processes()
 
 
 _CONFINED: dict[str, bool] = {}
+
+# Modules torch imports on the first use of a feature: seconds of one-time loading. Imported while
+# loading a file that names such a feature, so its first case does not wait for them (the judge also
+# forgives one-time costs, but only up to twice a case's limit).
+LAZY_IMPORTS = {"torch._dynamo": ("checkpoint", "torch.compile", "_dynamo")}
+
+
+def _preload(source: str) -> None:
+    for module, words in LAZY_IMPORTS.items():
+        if module not in sys.modules and any(w in source for w in words):
+            try:
+                importlib.import_module(module)
+            except Exception:  # noqa: BLE001 - then the learner's call imports it, or fails, itself
+                pass
 
 
 def _learner_traceback(exc: BaseException, path: str) -> str:
@@ -173,6 +256,7 @@ class Worker:
                 exec(code, module.__dict__)
         except BaseException as e:  # noqa: BLE001 - the learner's import may raise anything
             return {"error": self._error(e, guard, "while importing your file")}
+        _preload(source)
         self.entry = getattr(module, self.spec["name"], None)
         problem = self._interface_problem(module)
         if problem:

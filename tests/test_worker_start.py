@@ -1,0 +1,95 @@
+"""How a worker starts: its device is initialised before its confinement, and a worker that cannot
+start is the grader's problem (exit 2, nothing recorded), never a verdict on the learner's code.
+
+A fake device initialiser (tests/fixtures/fake_device.py) stands in for CUDA: CI has no GPU."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import socket
+import sqlite3
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, ROOT
+from torchcode.errors import GraderError
+from torchcode.grader import confine
+
+CONFINABLE = sys.platform == "linux" and confine._abi() >= 1
+
+
+def fake_env(name: str, tmp_path: Path, **extra) -> dict:
+    path = os.pathsep.join([str(FIXTURES), os.environ.get("PYTHONPATH", "")])
+    return {"TORCHCODE_DEVICE_INIT": f"fake_device:{name}", "PYTHONPATH": path, **extra}
+
+
+def test_device_is_initialised_before_confinement(cli, workdir, tmp_path):
+    log = tmp_path / "device.json"
+    shutil.copy(ROOT / "solutions" / "sdpa.py", workdir / "sdpa.py")
+    r = cli("check", "sdpa", "--device", "cpu", "--json", env=fake_env("record", tmp_path, FAKE_DEVICE_LOG=str(log)))
+    assert r.code == 0, r.text
+    facts = json.loads(log.read_text())
+    assert facts["device"] == "cpu" and facts["dtypes"] == ["float32"]
+    # not yet confined when the device was initialised ...
+    assert facts["read_grader_files"] and facts["start_process"], facts
+    if CONFINABLE:  # ... and confined afterwards, before the learner's code ran
+        assert json.loads(r.out)["limits"]["confined"] == {"filesystem": True, "processes": True}
+
+
+@pytest.mark.parametrize("fake,cause", [
+    ("broken", "initialising the cpu device failed: RuntimeError: CUDA driver initialization failed (simulated error 304)"),
+    ("dies", "the worker process exited with code 9 before your file was loaded"),
+])
+def test_worker_that_cannot_start_is_not_a_verdict(cli, workdir, tmp_path, torchcode_home, fake, cause):
+    scratch, mark = tmp_path / "tmp", uuid.uuid4().hex
+    scratch.mkdir()
+    shutil.copy(ROOT / "solutions" / "sdpa.py", workdir / "sdpa.py")
+    env = fake_env(fake, tmp_path, TMPDIR=str(scratch), TORCHCODE_TEST_MARK=mark)
+    for args in (["check", "sdpa", "--device", "cpu"], ["check", "sdpa", "--device", "cpu", "--json"]):
+        r = cli(*args, env=env)
+        assert r.code == 2, r.text
+        assert cause in r.err and "not with your code; nothing was recorded" in r.err, r.err
+        assert "Traceback" not in r.text and "Crashed" not in r.text and r.out == ""
+    store = torchcode_home / "progress.sqlite3"
+    assert not store.exists() or sqlite3.connect(store).execute("SELECT COUNT(*) FROM attempts").fetchone() == (0,)
+    assert list(scratch.iterdir()) == []  # the worker's temporary directory is gone
+    assert _processes_marked(mark) == []  # no worker or zygote left behind
+
+
+def _processes_marked(mark: str) -> list[int]:
+    found = []
+    for d in Path("/proc").iterdir():
+        try:
+            if d.name.isdigit() and f"TORCHCODE_TEST_MARK={mark}".encode() in (d / "environ").read_bytes():
+                found.append(int(d.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_out_of_file_descriptors_is_a_grader_error(grader, catalog, monkeypatch):
+    def no_fds():
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    monkeypatch.setattr(socket, "socketpair", no_fds)
+    with pytest.raises(GraderError, match="Too many open files"):
+        grader.grade(catalog.get("sdpa"), catalog.get("sdpa").solution_path)
+
+
+def test_lost_zygote_is_a_grader_error(catalog):
+    from torchcode.grader.judge import Grader
+
+    g = Grader()  # its zygote never computes, so forking it here is safe
+    try:
+        os.kill(g.zygote.pid, 9)
+        os.waitpid(g.zygote.pid, 0)
+        with pytest.raises(GraderError, match="zygote"):
+            g.grade(catalog.get("sdpa"), catalog.get("sdpa").solution_path)
+    finally:
+        g.close()
