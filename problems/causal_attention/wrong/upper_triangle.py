@@ -8,5 +8,5 @@ import torch
 def causal_attention(Q, K, V):
     S, D = Q.shape[-2], Q.shape[-1]
     scores = Q @ K.transpose(-2, -1) / math.sqrt(D)
-    mask = torch.ones(S, S, dtype=torch.bool).triu()
+    mask = torch.ones(S, S, dtype=torch.bool, device=Q.device).triu()
     return torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1) @ V

@@ -22,6 +22,6 @@ class MultiHeadCrossAttention(nn.Module):
         B, Sq, D = x_q.shape
         q, k, v = self.split(self.W_q(x_q)), self.split(self.W_k(x_kv)), self.split(self.W_v(x_kv))
         s = q @ k.transpose(-2, -1) / math.sqrt(self.dk)
-        mask = torch.ones(s.shape[-2], s.shape[-1], dtype=torch.bool).tril()
+        mask = torch.ones(s.shape[-2], s.shape[-1], dtype=torch.bool, device=x_q.device).tril()
         w = torch.softmax(s.masked_fill(~mask, float("-inf")), dim=-1)
         return self.W_o((w @ v).transpose(1, 2).reshape(B, Sq, D))

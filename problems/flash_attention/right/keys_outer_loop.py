@@ -7,8 +7,8 @@ import torch
 
 def flash_attention(Q, K, V, block_size=32):
     B, S, D = Q.shape
-    m = torch.full((B, S, 1), float("-inf"), dtype=Q.dtype)
-    l = torch.zeros(B, S, 1, dtype=Q.dtype)
+    m = torch.full((B, S, 1), float("-inf"), dtype=Q.dtype, device=Q.device)
+    l = torch.zeros(B, S, 1, dtype=Q.dtype, device=Q.device)
     acc = torch.zeros_like(V)
     for ks in range(0, S, block_size):
         s = torch.einsum("bqd,bkd->bqk", Q, K[:, ks : ks + block_size]) / math.sqrt(D)  # (B, S, bk)

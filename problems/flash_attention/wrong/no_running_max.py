@@ -10,8 +10,8 @@ def flash_attention(Q, K, V, block_size=32):
     outs = []
     for qs in range(0, S, block_size):
         q = Q[:, qs : qs + block_size] / math.sqrt(D)
-        l = torch.zeros(B, q.shape[1], 1)
-        acc = torch.zeros(B, q.shape[1], D)
+        l = torch.zeros(B, q.shape[1], 1, dtype=Q.dtype, device=Q.device)
+        acc = torch.zeros(B, q.shape[1], D, dtype=Q.dtype, device=Q.device)
         for ks in range(0, S, block_size):
             p = torch.exp(q @ K[:, ks : ks + block_size].transpose(1, 2))
             l = l + p.sum(-1, keepdim=True)

@@ -10,9 +10,9 @@ def flash_attention(Q, K, V, block_size=32):
     outs = []
     for qs in range(0, S, block_size):
         q = Q[:, qs : qs + block_size] / math.sqrt(D)
-        m = torch.full((B, q.shape[1], 1), float("-inf"))
-        l = torch.zeros(B, q.shape[1], 1)
-        acc = torch.zeros(B, q.shape[1], D)
+        m = torch.full((B, q.shape[1], 1), float("-inf"), dtype=Q.dtype, device=Q.device)
+        l = torch.zeros(B, q.shape[1], 1, dtype=Q.dtype, device=Q.device)
+        acc = torch.zeros(B, q.shape[1], D, dtype=Q.dtype, device=Q.device)
         for ks in range(0, S, block_size):
             s = q @ K[:, ks : ks + block_size].transpose(1, 2)
             m_new = torch.maximum(m, s.amax(-1, keepdim=True))

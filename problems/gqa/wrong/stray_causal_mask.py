@@ -23,6 +23,6 @@ class GroupQueryAttention(nn.Module):
         n_rep = self.h // self.hkv
         k, v = k.repeat_interleave(n_rep, 1), v.repeat_interleave(n_rep, 1)
         scores = q @ k.transpose(-2, -1) / math.sqrt(self.dk)
-        causal = torch.ones(S, S, dtype=torch.bool).tril()
+        causal = torch.ones(S, S, dtype=torch.bool, device=x.device).tril()
         w = torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1)
         return self.W_o((w @ v).transpose(1, 2).reshape(B, S, D))

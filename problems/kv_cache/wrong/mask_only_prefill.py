@@ -23,7 +23,7 @@ class KVCacheAttention(nn.Module):
         q, k, v = self.split(self.W_q(x)), self.split(self.W_k(x)), self.split(self.W_v(x))
         s_mask = None
         if cache is None:
-            s_mask = torch.ones(S, S, dtype=torch.bool).tril()
+            s_mask = torch.ones(S, S, dtype=torch.bool, device=x.device).tril()
         else:
             k, v = torch.cat([cache[0], k], 2), torch.cat([cache[1], v], 2)
         s = q @ k.transpose(-2, -1) / math.sqrt(self.dk)

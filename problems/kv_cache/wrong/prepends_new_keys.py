@@ -24,6 +24,6 @@ class KVCacheAttention(nn.Module):
         if cache is not None:
             k, v = torch.cat([k, cache[0]], 2), torch.cat([v, cache[1]], 2)
         s = q @ k.transpose(-2, -1) / math.sqrt(self.dk)
-        mask = torch.ones(S, k.shape[2], dtype=torch.bool).tril(k.shape[2] - S)
+        mask = torch.ones(S, k.shape[2], dtype=torch.bool, device=x.device).tril(k.shape[2] - S)
         w = torch.softmax(s.masked_fill(~mask, float("-inf")), -1)
         return self.W_o((w @ v).transpose(1, 2).reshape(B, S, D)), (k, v)

@@ -24,6 +24,6 @@ class KVCacheAttention(nn.Module):
         if cache is not None:
             k, v = torch.cat([cache[1], k], 2), torch.cat([cache[0], v], 2)
         s = q @ k.transpose(-2, -1) / math.sqrt(self.dk)
-        mask = torch.ones(S, k.shape[2], dtype=torch.bool).tril(k.shape[2] - S)
+        mask = torch.ones(S, k.shape[2], dtype=torch.bool, device=x.device).tril(k.shape[2] - S)
         w = torch.softmax(s.masked_fill(~mask, float("-inf")), -1)
         return self.W_o((w @ v).transpose(1, 2).reshape(B, S, D)), (v, k)

@@ -39,7 +39,7 @@ class Attention(nn.Module):
         past_kv = (k, v) if use_cache else None
         n_rep = self.h // self.kv
         T = k.shape[1]
-        mask = torch.ones(S, T, dtype=torch.bool).tril(T - S)[None, None]
+        mask = torch.ones(S, T, dtype=torch.bool, device=x.device).tril(T - S)[None, None]
         if attention_mask is not None:
             mask = mask & (attention_mask[:, None, None, :] == 1)
         qg = q.view(B, S, self.kv, n_rep, self.hd)

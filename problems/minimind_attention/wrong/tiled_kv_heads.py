@@ -42,7 +42,7 @@ class Attention(nn.Module):
         k = k.repeat(1, 1, n_rep, 1).transpose(1, 2)
         v = v.repeat(1, 1, n_rep, 1).transpose(1, 2)
         T = k.shape[2]
-        mask = torch.ones(S, T, dtype=torch.bool).tril(T - S)[None, None]
+        mask = torch.ones(S, T, dtype=torch.bool, device=x.device).tril(T - S)[None, None]
         if attention_mask is not None:
             mask = mask & (attention_mask[:, None, None, :] == 1)
         s = q @ k.transpose(-2, -1) / math.sqrt(self.hd)

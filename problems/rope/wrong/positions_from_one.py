@@ -5,8 +5,8 @@ import torch
 
 def apply_rope(q, k, base=10000.0):
     B, S, D = q.shape
-    theta = base ** (-torch.arange(0, D, 2, dtype=q.dtype) / D)
-    angle = torch.arange(1, S + 1, dtype=q.dtype)[:, None] * theta
+    theta = base ** (-torch.arange(0, D, 2, dtype=q.dtype, device=q.device) / D)
+    angle = torch.arange(1, S + 1, dtype=q.dtype, device=q.device)[:, None] * theta
     cos, sin = angle.cos(), angle.sin()
 
     def rot(x):

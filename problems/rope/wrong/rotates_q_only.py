@@ -5,8 +5,8 @@ import torch
 
 def apply_rope(q, k, base=10000.0):
     B, S, D = q.shape
-    theta = base ** (-torch.arange(0, D, 2, dtype=q.dtype) / D)
-    angle = torch.arange(S, dtype=q.dtype)[:, None] * theta
+    theta = base ** (-torch.arange(0, D, 2, dtype=q.dtype, device=q.device) / D)
+    angle = torch.arange(S, dtype=q.dtype, device=q.device)[:, None] * theta
     cos, sin = angle.cos(), angle.sin()
     x1, x2 = q[..., 0::2], q[..., 1::2]
     return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1).flatten(-2), k
