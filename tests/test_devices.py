@@ -8,7 +8,8 @@ import shutil
 import pytest
 import torch
 
-from conftest import ROOT
+from conftest import FIXTURES, ROOT, expected_verdict
+from torchcode.catalog import load_catalog
 from torchcode.grader.judge import default_dtypes, resolve_device
 from torchcode.grader.limits import Limits
 
@@ -48,28 +49,58 @@ def test_low_precision_still_catches_mistakes(grader, catalog):
         assert not report.passed, name
 
 
+def test_float16_linear_attention_must_divide_last(grader, catalog):
+    """A reciprocal of the normaliser, computed first, is right in float32 but its float16 gradients are
+    genuinely wrong (1 / den squared underflows): a fair verdict, which the statement and a hint explain."""
+    spec = catalog.get("linear_attention")
+    path = FIXTURES / "linear_attention_reciprocal.py"
+    assert grader.grade(spec, path, seed=1, dtypes=["float32", "bfloat16"]).passed
+    report = grader.grade(spec, path, seed=1, dtypes=["float16"])
+    assert report.verdict.value == "wrong_answer" and "gradient of Q" in report.message, report.message
+    assert "Divide last" in spec.statement_path.read_text() and any("Divide by the denominator last" in h
+                                                                      for h in spec.hints)
+
+
 def test_dtype_option_through_the_cli(cli, workdir):
     shutil.copy(ROOT / "solutions" / "sdpa.py", workdir / "sdpa.py")
-    r = cli("check", "sdpa", "--dtype", "all", "--json")
+    r = cli("check", "sdpa", "--device", "cpu", "--json")
+    assert r.code == 0 and json.loads(r.out)["dtypes"] == ["float32"]  # the CPU's default
+    r = cli("check", "sdpa", "--device", "cpu", "--dtype", "all", "--json")
     report = json.loads(r.out)
-    assert r.code == 0 and report["dtypes"] == ["float32", "bfloat16", "float16"]
+    assert r.code == 0 and report["dtypes"] == ["float32", "bfloat16", "float16"] and report["device"] == "cpu"
     assert any(c["name"].endswith("[float16]") for c in report["cases"])
-    assert cli("check", "sdpa", "--dtype", "float64").code == 2
-    r = cli("check", "rope", "--problem", "rope", "--dtype", "bfloat16")
-    assert r.code == 2
+    assert cli("check", "sdpa", "--device", "cpu", "--dtype", "float64").code == 2
+    shutil.copy(ROOT / "solutions" / "rope.py", workdir / "rope.py")
+    r = cli("check", "rope", "--device", "cpu", "--dtype", "bfloat16")
+    assert r.code == 2 and "rope is not graded in bfloat16" in r.err
 
 
 @cuda
-@pytest.mark.parametrize("pid", ["sdpa", "flash_attention", "gqa", "kv_cache", "minimind_attention"])
+def test_cli_grades_every_declared_dtype_on_cuda(cli, workdir):
+    shutil.copy(ROOT / "solutions" / "sdpa.py", workdir / "sdpa.py")
+    r = cli("check", "sdpa", "--json")  # --device auto
+    report = json.loads(r.out)
+    assert r.code == 0, report["message"]
+    assert report["device"] == "cuda" and report["dtypes"] == ["float32", "bfloat16", "float16"]
+    assert report["limits"]["confined"] == {"filesystem": True, "processes": True}
+
+
+@cuda
+@pytest.mark.parametrize("pid", [s.id for s in load_catalog().ordered()])
 def test_cuda_grading(grader, catalog, pid):
+    """On a GPU, in every declared dtype: the reference and every right/ variant accepted, every wrong/
+    variant rejected with its declared verdict."""
     spec = catalog.get(pid)
     old, grader.limits = grader.limits, Limits(device="cuda")
     try:
-        for path in [spec.solution_path, *spec.variants("right")]:
+        wrong = []
+        for path in [spec.solution_path, *spec.variants("right"), *spec.variants("wrong")]:
+            want = "accepted" if path == spec.solution_path else expected_verdict(path)
             report = grader.grade(spec, path, seed=1)
-            assert report.passed, (path.name, report.message)
-        for path in spec.variants("wrong"):
-            assert not grader.grade(spec, path, seed=1).passed, path.name
+            assert report.dtypes == list(spec.grading.dtypes)
+            if report.verdict.value != want:
+                wrong.append(f"{path.parent.name}/{path.name}: {report.verdict.value}, not {want}: {report.message}")
+        assert not wrong, "\n".join(wrong)
     finally:
         grader.limits = old
 
