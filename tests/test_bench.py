@@ -1,16 +1,19 @@
-"""`torchcode bench` on CPU: grading first, timing, peak memory and its growth, JSON."""
+"""`torchcode bench`: grading first, timing, peak memory and its growth, JSON (on the CPU; on CUDA where there is a GPU)."""
 
 from __future__ import annotations
 
 import json
 import shutil
 
+import pytest
+import torch
+
 from conftest import ROOT
 
 
 def test_bench_flash_attention_shows_linear_memory(cli, workdir):
     shutil.copy(ROOT / "solutions" / "flash_attention.py", workdir / "flash_attention.py")
-    r = cli("bench", "flash_attention", "--sizes", "128,256,512", "--reps", "2", "--json")
+    r = cli("bench", "flash_attention", "--sizes", "128,256,512", "--reps", "2", "--json", "--device", "cpu")
     assert r.code == 0, r.err
     report = json.loads(r.out)
     assert report["device"] == "cpu" and [row["size"] for row in report["rows"]] == [128, 256, 512]
@@ -22,10 +25,22 @@ def test_bench_flash_attention_shows_linear_memory(cli, workdir):
     assert fused[2] >= 12 * fused[0]
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (none on this machine)")
+def test_bench_on_cuda_measures_the_kernel_not_one_time_costs(cli, workdir):
+    shutil.copy(ROOT / "solutions" / "flash_attention.py", workdir / "flash_attention.py")
+    r = cli("bench", "flash_attention", "--device", "cuda", "--reps", "2", "--json")
+    assert r.code == 0, r.err
+    report = json.loads(r.out)
+    assert report["device"] == "cuda" and [row["size"] for row in report["rows"]] == [1024, 2048, 4096]
+    # no workspace or kernel loading in the first row: memory grows linearly from the start
+    assert all(abs(k - 1.0) < 0.3 for k in report["learner_peak_exponent"][1:]), report["learner_peak_exponent"]
+    assert all(row["reference_s"] < 2.0 for row in report["rows"])
+
+
 def test_bench_table(cli, workdir):
     src = (ROOT / "problems" / "flash_attention" / "right" / "keys_outer_loop.py").read_text()
     (workdir / "flash_attention.py").write_text(src)
-    r = cli("bench", "flash_attention", "--sizes", "128,256", "--reps", "1")
+    r = cli("bench", "flash_attention", "--sizes", "128,256", "--reps", "1", "--device", "cpu")
     assert r.code == 0, r.err
     assert "x ref" in r.out and "mem k" in r.out and "256" in r.out
 
@@ -46,19 +61,19 @@ def test_warning_when_memory_grows_faster_than_the_reference():
 
 def test_bench_refuses_a_rejected_kernel(cli, workdir):
     shutil.copy(ROOT / "problems" / "flash_attention" / "wrong" / "full_matrix.py", workdir / "flash_attention.py")
-    r = cli("bench", "flash_attention", "--sizes", "64")
+    r = cli("bench", "flash_attention", "--sizes", "64", "--device", "cpu")
     assert r.code == 1 and "Only correct kernels are benchmarked" in r.err
 
 
 def test_bench_problem_without_benchmark(cli, workdir):
     shutil.copy(ROOT / "solutions" / "rope.py", workdir / "rope.py")
-    r = cli("bench", "rope")
+    r = cli("bench", "rope", "--device", "cpu")
     assert r.code == 2 and "no benchmark" in r.err
 
 
 def test_bench_module_problem(cli, workdir):
     shutil.copy(ROOT / "solutions" / "gqa.py", workdir / "gqa.py")
-    r = cli("bench", "gqa", "--sizes", "32,64", "--reps", "1", "--json")
+    r = cli("bench", "gqa", "--sizes", "32,64", "--reps", "1", "--json", "--device", "cpu")
     assert r.code == 0, r.err
     rows = json.loads(r.out)["rows"]
     assert rows[0]["baseline_s"] is None and rows[1]["learner_peak"] > rows[0]["learner_peak"]

@@ -182,8 +182,10 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
 def bench(entry, is_module: bool, prog: Program, *, dtype, device: str, warmup: int, reps: int, guard) -> dict:
     """Time the single call of ``prog`` on ``entry`` and measure its peak memory (no gradients).
 
-    One pass under ``guard`` records the largest allocation (CPU) or ``max_memory_allocated``
-    (CUDA); the timed passes run without any mode, after ``warmup`` untimed calls.
+    ``warmup`` untimed calls come first (at least one: on CUDA the first call loads kernels and
+    allocates workspaces once, which is no peak of this kernel's); then one pass under ``guard``
+    records the largest allocation (CPU) or ``max_memory_allocated`` (CUDA); then the timed passes
+    run without any mode.
     """
     import statistics
     import time
@@ -211,15 +213,17 @@ def bench(entry, is_module: bool, prog: Program, *, dtype, device: str, warmup: 
     a, kw = tuple(move(x) for x in args), {k: move(v) for k, v in kwargs.items()}
     cuda = device.startswith("cuda")
     with torch.no_grad():
+        for _ in range(max(warmup, 1)):
+            target(*a, **kw)
         if cuda:
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
             base = torch.cuda.memory_allocated()
         with guard:
             target(*a, **kw)
+        if cuda:
+            torch.cuda.synchronize()
         peak = (torch.cuda.max_memory_allocated() - base) if cuda else guard.largest_bytes
-        for _ in range(warmup):
-            target(*a, **kw)
         times = []
         for _ in range(reps):
             if cuda:
