@@ -86,9 +86,17 @@ class Call:
     args: tuple
     kwargs: dict
     ignore: dict = field(default_factory=dict)  # output path -> bool mask of elements not graded
+    new_instance: bool = False  # module problems: run on a freshly built instance (same init, same weights)
 
     def __init__(self, *args: Any, **kwargs: Any):
-        self.args, self.kwargs, self.ignore = args, kwargs, {}
+        self.args, self.kwargs, self.ignore, self.new_instance = args, kwargs, {}, False
+
+    def fresh(self) -> "Call":
+        """Make this call on a newly constructed module (same constructor arguments, same weights);
+        later calls continue on that new instance. State kept on ``self`` by earlier calls is gone,
+        so only what the call is handed (e.g. a cache via ``Prev``) can carry history."""
+        self.new_instance = True
+        return self
 
     def ungraded(self, mask: torch.Tensor, *path: int) -> "Call":
         """Leave out the elements where ``mask`` is True (broadcast to the output at ``path``)."""

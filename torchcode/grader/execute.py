@@ -31,6 +31,7 @@ class Program:
     grad: bool
     train: bool = False
     cotangents: dict[tuple[int, Path], torch.Tensor] = field(default_factory=dict)
+    fresh: frozenset[int] = frozenset()  # steps run on a newly built module (same init, same weights)
 
 
 @dataclass
@@ -123,9 +124,9 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
             return tuple(resolve(x) for x in v)
         return materialize(v)
 
-    module = None
-    if is_module:
-        stage.name = "in __init__"
+    modules: list[torch.nn.Module] = []
+
+    def build() -> torch.nn.Module:
         init = {k: materialize(v) for k, v in (prog.init or {}).items()}
         with guard() as g:
             module = entry(**init)
@@ -142,11 +143,19 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
             for name, value in prog.state.items():
                 params[name].copy_(value)
         module.train(prog.train)
-        target = module
+        modules.append(module)
+        return module
+
+    if is_module:
+        stage.name = "in __init__"
+        target = build()
     else:
         target = entry
 
     for i, (args, kwargs) in enumerate(prog.steps):
+        if is_module and i in prog.fresh and i > 0:
+            stage.name = f"in __init__ (a new instance for call {i + 1})"
+            target = build()
         stage.name = f"in call {i + 1}"
         a = tuple(resolve(x) for x in args)
         kw = {k: resolve(x) for k, x in kwargs.items()}
@@ -174,8 +183,14 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
         for i, t in enumerate(leaves):
             if t.requires_grad:
                 ex.input_grads[i] = t.grad
-        if module is not None:
-            ex.param_grads = {n: p.grad for n, p in module.named_parameters()}
+        if modules:  # instances share the same weights: a weight's gradient is the sum over instances
+            for m in modules:
+                for n, p in m.named_parameters():
+                    if p.grad is not None:
+                        prev = ex.param_grads.get(n)
+                        ex.param_grads[n] = p.grad if prev is None else prev + p.grad
+                    else:
+                        ex.param_grads.setdefault(n, None)
     return ex
 
 

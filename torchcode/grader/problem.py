@@ -64,6 +64,9 @@ class Problem:
         c = cdef.make(seed)
         low = protocol.DTYPES[dtype]
         spec = self.spec
+        if not spec.entry.is_module and any(s.new_instance for s in c.steps):
+            raise SpecError(spec.cases_path, None, f"case '{c.name}' uses Call(...).fresh(), which only module problems "
+                            "can use (a function has no instance)", "remove .fresh()")
         rng = caseapi.Rng(caseapi.case_seed(seed, c.name + "/weights"))
         state = self.weights(c, rng)
 
@@ -116,7 +119,7 @@ class Problem:
             state={k: cast(v) for k, v in state.items()},
             steps=[(tuple(_as_program(a, cast) for a in s.args), {k: _as_program(v, cast) for k, v in s.kwargs.items()})
                    for s in c.steps],
-            grad=c.grad, train=c.train)
+            grad=c.grad, train=c.train, fresh=frozenset(i for i, s in enumerate(c.steps) if s.new_instance))
 
     def message(self, c: caseapi.Case, state: dict, cast) -> tuple[dict, protocol.Message]:
         """The wire form of a case's construction and calls, tensors cast for the worker."""
@@ -125,7 +128,8 @@ class Problem:
             "init": {k: msg.value(v) for k, v in c.init.items()} if c.init is not None else None,
             "state": {k: msg.tensor(cast(v)) for k, v in state.items()},
             "steps": [{"args": [msg.value(_cast(a, cast)) for a in s.args],
-                       "kwargs": {k: msg.value(_cast(v, cast)) for k, v in s.kwargs.items()}} for s in c.steps],
+                       "kwargs": {k: msg.value(_cast(v, cast)) for k, v in s.kwargs.items()},
+                       **({"fresh": True} if s.new_instance else {})} for s in c.steps],
         }
         return header, msg
 

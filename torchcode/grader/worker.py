@@ -291,6 +291,7 @@ class Worker:
             grad=bool(h.get("grad")),
             train=bool(h.get("train")),
             cotangents={(c["step"], tuple(c["path"])): decode(c["t"], tensors) for c in h.get("cotangents", [])},
+            fresh=frozenset(i for i, s in enumerate(h["steps"]) if s.get("fresh") is True),
         )
 
     def case(self, h: dict, tensors: list, msg: Message) -> dict:
