@@ -21,6 +21,54 @@ class InterfaceProblem(Exception):
     """The learner's module does not match the contract (parameter names/shapes)."""
 
 
+class InputModified(Exception):
+    """A call changed a tensor it was given (values, shape or strides), found after call ``during``.
+
+    ``given`` is the call it was passed to, ``where`` the argument (position or keyword name) and
+    ``path`` the index inside it (``cache[0]``); ``prev`` the call whose output it was (a ``Prev``).
+    ``where == RETURNED``: a tensor that call ``given`` returned changed afterwards (``path`` in its output)."""
+
+    def __init__(self, during: int, given: int, where, path: Path, prev: int | None):
+        super().__init__(f"call {given + 1}'s input {where}{list(path)} was modified during {during + 1}")
+        self.during, self.given, self.where, self.path, self.prev = during, given, where, path, prev
+
+    def to_dict(self) -> dict:
+        return {"kind": "mutated", "during": self.during, "given": self.given, "where": self.where,
+                "path": list(self.path), "prev": self.prev}
+
+
+RETURNED = "returned"  # InputModified.where for a tensor an earlier call returned
+_BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+_equal = torch.equal  # bound before any submission runs (monkeypatching torch.equal changes nothing here)
+
+
+@dataclass
+class _Received:
+    """An input tensor as the caller handed it over, to prove after each call that it is unchanged."""
+
+    tensor: torch.Tensor
+    given: int
+    where: object
+    path: Path
+    prev: int | None
+    layout: tuple = ()
+    copy: torch.Tensor | None = None
+
+    def __post_init__(self):
+        t = self.tensor.detach()
+        self.layout = (tuple(t.shape), t.stride(), t.storage_offset(), t.dtype)
+        self.copy = t.clone()
+
+    def unchanged(self) -> bool:
+        t = self.tensor.detach()
+        if (tuple(t.shape), t.stride(), t.storage_offset(), t.dtype) != self.layout:
+            return False
+        bits = _BITS.get(t.element_size())
+        if bits is None or t.is_complex():
+            return _equal(t, self.copy)
+        return _equal(t.view(bits), self.copy.view(bits))  # bit for bit: NaN == NaN, -0.0 != 0.0
+
+
 @dataclass
 class Program:
     """A decoded case: what to construct and call. Tensors are already in the grading dtype."""
@@ -104,6 +152,7 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
     guard = guard_factory or contextlib.nullcontext
     ex = Execution()
     leaves: list[torch.Tensor] = []
+    received: list[_Received] = []
 
     def leaf(t: torch.Tensor) -> torch.Tensor:
         t = t.to(device, copy=True)
@@ -112,17 +161,32 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
         leaves.append(t)
         return t
 
-    def resolve(v):
+    def resolve(v, call: int, where, path: Path = (), prev: int | None = None):
+        """The value a call receives; every tensor in it is remembered to check it is left unchanged."""
         if isinstance(v, PrevRef):
-            step, path = v
-            return get_path(ex.outputs[step], path)
+            step, sub = v
+            return watch(get_path(ex.outputs[step], sub), call, where, path, step)
         if isinstance(v, torch.Tensor):
-            return leaf(v)
+            return watch(leaf(v), call, where, path, prev)
         if isinstance(v, ConstTensor):
-            return v.tensor.to(device, copy=True)
+            return watch(v.tensor.to(device, copy=True), call, where, path, prev)
         if isinstance(v, tuple):
-            return tuple(resolve(x) for x in v)
+            return tuple(resolve(x, call, where, path + (j,), prev) for j, x in enumerate(v))
         return materialize(v)
+
+    def watch(v, call: int, where, path: Path, prev: int | None):
+        if isinstance(v, torch.Tensor):
+            received.append(_Received(v, call, where, path, prev))
+        elif isinstance(v, (tuple, list)):
+            for j, x in enumerate(v):
+                watch(x, call, where, path + (j,), prev)
+        return v
+
+    def check_inputs(during: int) -> None:
+        """Every tensor a call was given, and every tensor a call returned, must still be as it was."""
+        for r in sorted(received, key=lambda r: r.where == RETURNED):  # an input names the bug best
+            if not r.unchanged():
+                raise InputModified(during, r.given, r.where, r.path, r.prev)
 
     modules: list[torch.nn.Module] = []
 
@@ -157,10 +221,12 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
             stage.name = f"in __init__ (a new instance for call {i + 1})"
             target = build()
         stage.name = f"in call {i + 1}"
-        a = tuple(resolve(x) for x in args)
-        kw = {k: resolve(x) for k, x in kwargs.items()}
+        a = tuple(resolve(x, i, j) for j, x in enumerate(args))
+        kw = {k: resolve(x, i, k) for k, x in kwargs.items()}
         with guard():
             ex.outputs.append(target(*a, **kw))
+        check_inputs(i)
+        watch(ex.outputs[-1], i, RETURNED, (), i)
 
     if prog.grad:
         stage.name = "in backward (while computing gradients)"
@@ -180,6 +246,7 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
                 loss = term if loss is None else loss + term
         if loss is not None:
             loss.backward()
+            check_inputs(len(prog.steps))
         for i, t in enumerate(leaves):
             if t.requires_grad:
                 ex.input_grads[i] = t.grad

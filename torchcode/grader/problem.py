@@ -29,6 +29,7 @@ class Prepared:
     ref: execute.Execution
     leaf_labels: list[str]
     ignore: dict = field(default_factory=dict)  # (step, path) -> mask
+    params: tuple[str, ...] = ()  # the entry point's parameter names (function, or forward)
 
 
 def _import_file(path: Path, name: str, what: str):
@@ -102,7 +103,8 @@ class Problem:
         })
         if dtype != "float32":
             c.name = f"{c.name} [{dtype}]"
-        return Prepared(c, header, msg, _cpu(gold), _cpu(ref), _leaf_labels(c, spec.entry.params), ignore)
+        return Prepared(c, header, msg, _cpu(gold), _cpu(ref), _leaf_labels(c, spec.entry.params), ignore,
+                        tuple(spec.entry.params))
 
     def weights(self, c: caseapi.Case, rng: caseapi.Rng) -> dict[str, torch.Tensor]:
         """Random weights for a module case, by the reference's parameter names (empty for functions)."""

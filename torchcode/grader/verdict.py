@@ -20,6 +20,9 @@ def judge_case(pol: GradingPolicy, p: Prepared, reply: dict, tensors: list[torch
     c = p.case
     res = CaseResult(c.name, Verdict.ACCEPTED, targets=c.targets, seconds=float(reply.get("seconds", 0.0) or 0.0))
     if "error" in reply:
+        if isinstance(reply["error"], dict) and reply["error"].get("kind") == "mutated":
+            res.verdict, res.message = Verdict.WRONG_ANSWER, _mutated_message(p, reply["error"])
+            return res
         return error_result(res, reply["error"])
     largest = int(reply.get("largest") or 0)
     if c.max_intermediate is not None and largest >= c.max_intermediate:
@@ -104,6 +107,43 @@ def judge_case(pol: GradingPolicy, p: Prepared, reply: dict, tensors: list[torch
             if m:
                 return _wrong(res, m) if isinstance(m, Mismatch) else _no_grad(res, m)
     return res
+
+def _mutated_message(p: Prepared, err: dict) -> str:
+    """Which input the learner's code changed in place, in the contract's names, and what to do instead."""
+    steps, multi = p.case.steps, len(p.case.steps) > 1
+    try:
+        given, during = int(err["given"]), int(err["during"])
+        where, path = err["where"], [int(i) for i in err.get("path") or []]
+        prev = err.get("prev")
+        prev = int(prev) if prev is not None else None
+    except (KeyError, TypeError, ValueError):
+        return "your code modified one of its inputs in place: leave the tensors you are given unchanged"
+    if where == execute.RETURNED:
+        label = "output" + "".join(f"[{i}]" for i in path)
+        when = "while computing gradients (in backward)" if during >= len(steps) else f"during call {during + 1}"
+        return (f"`{label}`, which your call {given + 1} returned, was changed in place {when}. A caller keeps what "
+                "you return (e.g. a cache it continues from twice): never write into it later; build new tensors.")
+    if isinstance(where, int):
+        name = p.params[where] if 0 <= where < len(p.params) else f"argument {where + 1}"
+    else:
+        name = str(where)
+    name += "".join(f"[{i}]" for i in path)
+    if during >= len(steps):
+        when = "while computing gradients (in backward)"
+    elif not multi:
+        when = "during the call"
+    elif during == given:
+        when = f"during call {given + 1}"
+    else:
+        when = f"during call {during + 1} (it was given to call {given + 1})"
+    if prev is not None:
+        return (f"your code modified `{name}` in place {when}; it is what your call {prev + 1} returned, and a caller "
+                "may reuse it (e.g. to continue two different ways from one prefix cache). Never write into a tensor "
+                "you returned or were given: build new ones (torch.cat) instead.")
+    return (f"your code modified its input `{name}` in place {when}: the caller's tensors must be left unchanged. "
+            "Use out-of-place operations (`x = x * s`, not `x *= s`; `masked_fill`, not `masked_fill_`) or work on "
+            "a copy.")
+
 
 def _grad(pol: GradingPolicy, what, got, gold, ref):
     if gold is None or ref is None:

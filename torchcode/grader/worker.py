@@ -307,6 +307,8 @@ class Worker:
                              dtype=dtype, device=device)
         except execute.InterfaceProblem as e:
             return {"error": {"kind": "interface", "message": str(e)}, "seconds": time.perf_counter() - start}
+        except execute.InputModified as e:
+            return {"error": e.to_dict(), "seconds": time.perf_counter() - start}
         except BaseException as e:  # noqa: BLE001
             return {"error": self._error(e, guard, stage.name), "seconds": time.perf_counter() - start,
                     **self._memory(guard)}
@@ -370,6 +372,10 @@ class Worker:
         if isinstance(e, OSError) and e.errno == errno.EFBIG:
             return {"kind": "runtime", "message": f"your code printed more than the output limit "
                     f"({self.output_limit >> 20} MB) {stage}", "stage": stage, "traceback": tb}
+        if isinstance(e, RuntimeError) and "leaf Variable that requires grad is being used in an in-place" in str(e):
+            return {"kind": "runtime", "message": f"your code modified an input in place {stage} ({str(e)[:200]}): the "
+                    "caller's tensors must be left unchanged. Use out-of-place operations (`x = x * s`, not `x *= s`; "
+                    "`masked_fill`, not `masked_fill_`).", "stage": stage, "traceback": tb}
         if isinstance(e, SystemExit):
             msg = f"your code called sys.exit({e.code!r}) {stage}"
         elif isinstance(e, KeyboardInterrupt):
