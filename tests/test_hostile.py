@@ -51,7 +51,8 @@ def test_time_limit_names_the_limit(grader, catalog):
     finally:
         grader.limits = Limits()
     assert "0.5 s" in report.message
-    assert [c.verdict.value for c in report.cases][1:] == ["not_run"] * (len(report.cases) - 1)
+    verdicts = sorted(c.verdict.value for c in report.cases)  # the first case to run (seeded order) hits it
+    assert verdicts == ["not_run"] * (len(report.cases) - 1) + ["time_limit"]
 
 
 def test_crash_says_how_the_process_ended(grader, catalog):

@@ -7,6 +7,8 @@ built-in problems' own variants (tests/test_variants.py) and the hostile corpus 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from conftest import FIXTURES, expected_verdict
@@ -50,3 +52,152 @@ def test_a_returned_cache_written_later_is_named(grader):
     bad = {c.name: c.message for c in report.cases if not c.passed}
     assert list(bad) == ["branches"], bad
     assert "`output[1][0]`, which your call 2 returned, was changed in place during call 3" in bad["branches"]
+
+
+MODULE_BODY = """
+import torch
+from torch import nn
+class {cls}(nn.Module):
+    def __init__({init}):
+        super().__init__()
+        raise NotImplementedError
+    def forward({fwd}):
+        raise NotImplementedError
+"""
+
+
+@pytest.mark.parametrize("pid,source,verdict,words", [
+    # names passed by position are the learner's; the arity is not
+    ("sdpa", "def scaled_dot_product_attention(q, k, v, mask=None):\n    raise NotImplementedError",
+     "not_implemented", []),
+    ("sdpa", "def scaled_dot_product_attention(Q, K, V, attn_mask=None):\n    raise NotImplementedError",
+     "bad_interface", ["must take (Q, K, V, mask=...)", "passed by keyword with exactly these names"]),
+    ("sdpa", "def scaled_dot_product_attention(Q, K, V, mask=None, /):\n    raise NotImplementedError",
+     "bad_interface", ["must accept `mask` by keyword"]),
+    ("sliding_window", "def sliding_window_attention(Q, K, V):\n    raise NotImplementedError",
+     "bad_interface", ["must take (Q, K, V, window_size)", "yours is sliding_window_attention(Q, K, V)"]),
+    ("mha", MODULE_BODY.format(cls="MultiHeadAttention", init="self, d_model", fwd="self, Q, K, V"),
+     "bad_interface", ["`MultiHeadAttention.__init__` must take (d_model, num_heads)"]),
+    ("mha", MODULE_BODY.format(cls="MultiHeadAttention", init="self, dim, heads", fwd="self, q, k, v"),
+     "not_implemented", []),
+    ("kv_cache", MODULE_BODY.format(cls="KVCacheAttention", init="self, d_model, num_heads", fwd="self, x, cache"),
+     "bad_interface", ["`cache` must be optional", "give it a default"]),
+    ("kv_cache", MODULE_BODY.format(cls="KVCacheAttention", init="self, d_model, num_heads", fwd="self, x, kv=None"),
+     "bad_interface", ["must take (x, cache=...)"]),
+    ("minimind_attention", MODULE_BODY.format(cls="Attention", init="self, args", fwd=(
+        "self, x, pos, past_key_value=None, use_cache=False, attention_mask=None")), "not_implemented", []),
+    ("minimind_attention", MODULE_BODY.format(cls="Attention", init="self, args", fwd=(
+        "self, x, pos, past_kv=None, use_cache=False, attention_mask=None")), "bad_interface",
+     ["must take (x, position_embeddings, past_key_value=..., use_cache=..., attention_mask=...)"]),
+    ("minimind_attention", MODULE_BODY.format(cls="Attention", init="self", fwd="self, x, pos"),
+     "bad_interface", ["`Attention.__init__` must take (config)"]),
+])
+def test_positional_names_are_free_keyword_names_are_the_contract(grader, catalog, tmp_path, pid, source, verdict,
+                                                                  words):
+    path = tmp_path / f"{pid}.py"
+    path.write_text(source)
+    report = grader.grade(catalog.get(pid), path)
+    assert report.verdict.value == verdict, report.message
+    for w in words:
+        assert w in report.message, (w, report.message)
+
+
+def test_inputs_arrive_in_varied_memory_layouts(grader, catalog, tmp_path):
+    """In every check one case gets contiguous inputs, the others transposed, padded or permuted ones."""
+    path = tmp_path / "sdpa.py"
+    path.write_text((catalog.get("sdpa").solution_path).read_text() + (
+        "\n_ref = scaled_dot_product_attention\n\n"
+        "def scaled_dot_product_attention(Q, K, V, mask=None):\n"
+        "    if not (Q.is_contiguous() and K.is_contiguous() and V.is_contiguous()):\n"
+        "        raise RuntimeError('not contiguous')\n"
+        "    return _ref(Q, K, V, mask)\n"))
+    contiguous = set()
+    for seed in range(4):
+        report = grader.grade(catalog.get("sdpa"), path, seed=seed)
+        ok = [c.name for c in report.cases if c.passed]
+        assert len(ok) == 1, [(c.name, c.verdict.value) for c in report.cases]
+        contiguous.update(ok)
+        assert all("not contiguous" in c.message for c in report.cases if not c.passed)
+    assert len(contiguous) > 1  # which case stays contiguous depends on the seed
+
+
+def test_view_on_a_non_contiguous_input_says_to_reshape(grader, catalog):
+    report = grader.grade(catalog.get("sdpa"), catalog.get("sdpa").folder / "wrong" / "flattens_batch_with_view.py")
+    assert report.verdict.value == "runtime_error"
+    assert "Use .reshape(...) instead of .view(...), or call .contiguous() first" in report.message
+
+
+def test_cases_run_in_a_seeded_order_and_are_reported_in_definition_order(grader):
+    """A band cached by length: whichever same-length case runs second fails, and the message says why."""
+    path = PACK / "problems" / "banded" / "wrong" / "band_cached_by_length.py"
+    spec = MECH.get("banded")
+    failing = set()
+    for seed in (0, 1):  # window_three runs before window_one with seed 0, after it with seed 1
+        report = grader.grade(spec, path, seed=seed)
+        assert [c.name for c in report.cases] == ["window_one", "window_three", "window_two"]
+        bad = [c for c in report.cases if not c.passed]
+        assert len(bad) == 1 and "your code keeps state between calls" in bad[0].message, report.message
+        assert "passes when it runs first in a fresh process" in bad[0].message
+        failing.add(bad[0].name)
+    assert failing == {"window_one", "window_three"}
+
+
+def test_replay_with_new_values_exposes_a_cache_keyed_by_shape(grader, catalog):
+    spec = catalog.get("gqa")
+    report = grader.grade(spec, spec.folder / "wrong" / "kv_weights_cached_by_shape.py", seed=3)
+    bad = [c for c in report.cases if not c.passed]
+    assert len(bad) == 1 and bad[0].replay, [(c.name, c.verdict.value) for c in report.cases]
+    assert bad[0].message.startswith("your code gave a different answer for the same shapes with new values: do you "
+                                     "keep results or tables from an earlier call, keyed only by shape")
+    assert report.to_dict()["cases"][[c.name for c in report.cases].index(bad[0].name)]["replay"] is True
+
+
+GQA_WITHOUT_SCALE = """
+import torch
+from torch import nn
+
+
+class GroupQueryAttention(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads):
+        super().__init__()
+        self.h, self.kv, self.dk = num_heads, num_kv_heads, d_model // num_heads
+        self.W_q = nn.Linear(d_model, d_model)
+        self.W_k = nn.Linear(d_model, num_kv_heads * self.dk)
+        self.W_v = nn.Linear(d_model, num_kv_heads * self.dk)
+        self.W_o = nn.Linear(d_model, d_model)
+
+    def forward(self, x):
+        B, S, D = x.shape
+        q = self.W_q(x).reshape(B, S, self.h, self.dk).transpose(1, 2)
+        k = self.W_k(x).reshape(B, S, self.kv, self.dk).transpose(1, 2).repeat_interleave(self.h // self.kv, 1)
+        v = self.W_v(x).reshape(B, S, self.kv, self.dk).transpose(1, 2).repeat_interleave(self.h // self.kv, 1)
+        w = torch.softmax(q @ k.transpose(-2, -1), -1)  # the 1/sqrt(d_k) scale forgotten
+        return self.W_o((w @ v).transpose(1, 2).reshape(B, S, D))
+"""
+
+
+def test_report_explains_the_case_that_names_the_bug(cli, workdir, catalog):
+    """A scale forgotten fails nearly every case: the panel explains a plain case and says the mistake is
+    shared, not the grouping case listed first; every failing case shows its own message."""
+    (workdir / "gqa.py").write_text(GQA_WITHOUT_SCALE)
+    r = cli("check", "gqa.py", "--problem", "gqa", "--seed", "7", "--json")
+    report = json.loads(r.out)
+    assert report["verdict"] == "wrong_answer" and report["explained"] == "mha_extreme", report["explained"]
+    assert report["message"] == next(c["message"] for c in report["cases"] if c["name"] == "mha_extreme")
+    r = cli("check", "gqa.py", "--problem", "gqa", "--seed", "7")
+    assert "Case mha_extreme" in r.out and "look for a mistake they share" in r.out, r.out
+    failing = [c for c in report["cases"] if c["verdict"] != "accepted"]
+    assert r.out.count("elements off, max abs err") == len(failing) > 1
+    # a mistake only some cases show: the first of them, whose targets name it
+    tiled = catalog.get("gqa").folder / "wrong" / "tiled_kv_heads.py"
+    report = json.loads(cli("check", str(tiled), "--problem", "gqa", "--seed", "7", "--json").out)
+    assert report["explained"] == "grouped_8_2"
+
+
+def test_json_report_only_gains_fields(cli, workdir, catalog):
+    (workdir / "gqa.py").write_text(GQA_WITHOUT_SCALE)
+    report = json.loads(cli("check", "gqa.py", "--problem", "gqa", "--json").out)
+    assert {"problem", "file", "verdict", "passed", "seed", "cases", "cases_passed", "cases_total", "seconds",
+            "load_seconds", "output", "sha256", "limits", "message", "explained"} <= set(report)
+    assert {"name", "verdict", "targets", "message", "mismatch", "traceback", "seconds", "replay"} <= set(
+        report["cases"][0])

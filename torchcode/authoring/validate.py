@@ -153,7 +153,7 @@ def _validate(v: ProblemValidation, spec: ProblemSpec, grader, seeds: tuple[int,
         r = grader.grade(spec, spec.solution_path, seed=seed)
         ref_reports.append(r)
         if not v.add("reference", r.passed, f"reference on seed {seed}: {r.verdict.value}"
-                     + ("" if r.passed else f" in case {r.first_failure.name if r.first_failure else '?'}: {r.message[:200]}"),
+                     + ("" if r.passed else f" in case {r.explained.name if r.explained else '?'}: {r.message[:200]}"),
                      spec.solution_path, "" if r.passed else "fix the reference or the case that it fails"):
             break
     same = all(_case_bytes(problem, d, seeds[0]) == _case_bytes(problem, d, seeds[0]) for d in problem.cases)

@@ -183,13 +183,37 @@ class CaseDef:
     targets: str
     build: Callable[[Rng], Case]
 
-    def make(self, seed: int) -> Case:
-        rng = Rng(case_seed(seed, self.name))
+    def make(self, seed: int, variant: str = "") -> Case:
+        """The case for ``seed``; another ``variant`` draws other values from the same builder (a replay)."""
+        rng = Rng(case_seed(seed, self.name + variant))
         c = self.build(rng)
         if not isinstance(c, Case):
             raise TypeError(f"case '{self.name}' must return a Case, got {type(c).__name__}")
         c.name, c.targets = self.name, c.targets or self.targets
         return c
+
+
+def signature(v):
+    """A value with its tensors replaced by their shapes and dtypes (hashable)."""
+    if isinstance(v, torch.Tensor):
+        return ("T", tuple(v.shape), str(v.dtype))
+    if isinstance(v, Const):
+        return ("K", signature(v.tensor))
+    if isinstance(v, Prev):
+        return ("P", v.step, v.path)
+    if isinstance(v, Config):
+        return ("NS", tuple(sorted((k, signature(x)) for k, x in v.fields.items())))
+    if isinstance(v, (tuple, list)):
+        return (type(v).__name__, tuple(signature(x) for x in v))
+    if isinstance(v, dict):
+        return ("D", tuple(sorted((k, signature(x)) for k, x in v.items())))
+    return ("V", type(v).__name__, repr(v))
+
+
+def structure(c: Case):
+    """Everything about a case but its tensors' values: shapes, dtypes, every other argument."""
+    return (signature(c.init), tuple((signature(s.args), signature(s.kwargs), s.new_instance, signature(s.ignore))
+                                     for s in c.steps), c.grad, c.train, c.max_intermediate, len(c.checks))
 
 
 def case_seed(seed: int, name: str) -> int:

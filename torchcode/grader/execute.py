@@ -69,6 +69,36 @@ class _Received:
         return _equal(t.view(bits), self.copy.view(bits))  # bit for bit: NaN == NaN, -0.0 != 0.0
 
 
+@dataclass(frozen=True)
+class Calling:
+    """How the entry point is called, as real callers do: the first ``positional`` contract parameters by
+    position (their names are the learner's choice), the others by keyword (their names are the contract).
+    ``-1``: exactly as the case wrote the call."""
+
+    params: tuple[str, ...] = ()
+    positional: int = -1
+    init: tuple[str, ...] = ()
+    init_positional: int = -1
+
+    def call(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        return _arrange(args, kwargs, self.params, self.positional)
+
+    def construct(self, init: dict) -> tuple[tuple, dict]:
+        return _arrange((), init, self.init, self.init_positional)
+
+
+def _arrange(args: tuple, kwargs: dict, names: tuple[str, ...], n_pos: int) -> tuple[tuple, dict]:
+    if n_pos < 0 or len(args) > len(names) or any(names[j] in kwargs for j in range(len(args))):
+        return args, kwargs
+    named = {**dict(zip(names, args)), **kwargs}
+    pos = []
+    for name in names[:n_pos]:
+        if name not in named:
+            break
+        pos.append(named.pop(name))
+    return tuple(pos), named
+
+
 @dataclass
 class Program:
     """A decoded case: what to construct and call. Tensors are already in the grading dtype."""
@@ -80,6 +110,8 @@ class Program:
     train: bool = False
     cotangents: dict[tuple[int, Path], torch.Tensor] = field(default_factory=dict)
     fresh: frozenset[int] = frozenset()  # steps run on a newly built module (same init, same weights)
+    layouts: tuple[str, ...] = ()  # memory layout of each input tensor, in the order the calls receive them
+    calling: Calling = field(default_factory=Calling)
 
 
 @dataclass
@@ -103,6 +135,68 @@ def materialize(v):
     if isinstance(v, tuple) and not isinstance(v, PrevRef):
         return tuple(materialize(x) for x in v)
     return v
+
+
+LAYOUTS = ("contiguous", "transposed", "reversed", "padded", "outer_swapped")
+
+
+def layouts_for(ndim: int) -> tuple[str, ...]:
+    """The non-contiguous layouts that make sense for a tensor of this many dims."""
+    if ndim == 0:
+        return ()
+    if ndim == 1:
+        return ("padded",)
+    if ndim == 2:
+        return ("transposed", "padded")
+    return ("transposed", "reversed", "padded", "outer_swapped")
+
+
+def lay_out(t: torch.Tensor, layout: str, device) -> torch.Tensor:
+    """A new tensor (its own storage, no autograd history) with ``t``'s values in the named memory layout.
+
+    transposed: the last two dims swapped in memory (what ``x.transpose(-1, -2)`` of a contiguous tensor gives);
+    reversed: every dim reversed in memory (column-major); outer_swapped: the first two dims swapped in memory
+    (a sequence-first buffer seen batch-first); padded: each innermost row followed by unused elements (a slice
+    of a wider buffer), or every other element for 1-D.
+    """
+    nd = t.dim()
+    if layout not in layouts_for(nd):
+        return t.to(device, copy=True)
+    order = list(range(nd))  # memory order, outermost first
+    if layout == "transposed":
+        order[-2], order[-1] = order[-1], order[-2]
+    elif layout == "reversed":
+        order.reverse()
+    elif layout == "outer_swapped":
+        order[0], order[1] = order[1], order[0]
+    step, pad = (2, 0) if layout == "padded" and nd == 1 else (1, 3 if layout == "padded" else 0)
+    strides, running = [0] * nd, step
+    for k, d in enumerate(reversed(order)):
+        strides[d] = running
+        running = running * max(t.shape[d], 1) + (pad if k == 0 else 0)
+    out = torch.empty_strided(tuple(t.shape), strides, dtype=t.dtype, device=device)
+    with torch.no_grad():
+        out.copy_(t)
+    return out
+
+
+def input_dims(steps) -> list[int]:
+    """The number of dims of each input tensor of a program's calls, in the order ``run`` makes them."""
+    dims: list[int] = []
+
+    def walk(v):
+        if isinstance(v, torch.Tensor):
+            dims.append(v.dim())
+        elif isinstance(v, ConstTensor):
+            dims.append(v.tensor.dim())
+        elif isinstance(v, tuple) and not isinstance(v, PrevRef):
+            for x in v:
+                walk(x)
+
+    for args, kwargs in steps:
+        for v in (*args, *kwargs.values()):
+            walk(v)
+    return dims
 
 
 def get_path(obj, path: Path):
@@ -153,9 +247,14 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
     ex = Execution()
     leaves: list[torch.Tensor] = []
     received: list[_Received] = []
+    laid: list[int] = [0]  # input tensors made so far: the index into prog.layouts
+
+    def fresh_input(t: torch.Tensor) -> torch.Tensor:
+        k, laid[0] = laid[0], laid[0] + 1
+        return lay_out(t, prog.layouts[k] if k < len(prog.layouts) else "contiguous", device)
 
     def leaf(t: torch.Tensor) -> torch.Tensor:
-        t = t.to(device, copy=True)
+        t = fresh_input(t)
         if prog.grad and t.is_floating_point():
             t.requires_grad_(True)
         leaves.append(t)
@@ -169,7 +268,7 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
         if isinstance(v, torch.Tensor):
             return watch(leaf(v), call, where, path, prev)
         if isinstance(v, ConstTensor):
-            return watch(v.tensor.to(device, copy=True), call, where, path, prev)
+            return watch(fresh_input(v.tensor), call, where, path, prev)
         if isinstance(v, tuple):
             return tuple(resolve(x, call, where, path + (j,), prev) for j, x in enumerate(v))
         return materialize(v)
@@ -191,9 +290,9 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
     modules: list[torch.nn.Module] = []
 
     def build() -> torch.nn.Module:
-        init = {k: materialize(v) for k, v in (prog.init or {}).items()}
+        init_args, init_kwargs = prog.calling.construct({k: materialize(v) for k, v in (prog.init or {}).items()})
         with guard() as g:
-            module = entry(**init)
+            module = entry(*init_args, **init_kwargs)
             if hasattr(g, "check_modules"):
                 g.check_modules(module)
         if not isinstance(module, torch.nn.Module):
@@ -221,8 +320,8 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
             stage.name = f"in __init__ (a new instance for call {i + 1})"
             target = build()
         stage.name = f"in call {i + 1}"
-        a = tuple(resolve(x, i, j) for j, x in enumerate(args))
-        kw = {k: resolve(x, i, k) for k, x in kwargs.items()}
+        a, kw = prog.calling.call(tuple(resolve(x, i, j) for j, x in enumerate(args)),
+                                  {k: resolve(x, i, k) for k, x in kwargs.items()})
         with guard():
             ex.outputs.append(target(*a, **kw))
         check_inputs(i)
@@ -274,7 +373,8 @@ def bench(entry, is_module: bool, prog: Program, *, dtype, device: str, warmup: 
 
     target = entry
     if is_module:
-        target = entry(**{k: materialize(v) for k, v in (prog.init or {}).items()})
+        init_args, init_kwargs = prog.calling.construct({k: materialize(v) for k, v in (prog.init or {}).items()})
+        target = entry(*init_args, **init_kwargs)
         target.to(device).to(dtype)
         with torch.no_grad():
             params = dict(target.named_parameters())
@@ -292,7 +392,7 @@ def bench(entry, is_module: bool, prog: Program, *, dtype, device: str, warmup: 
             return tuple(move(x) for x in v)
         return materialize(v)
 
-    a, kw = tuple(move(x) for x in args), {k: move(v) for k, v in kwargs.items()}
+    a, kw = prog.calling.call(tuple(move(x) for x in args), {k: move(v) for k, v in kwargs.items()})
     cuda = device.startswith("cuda")
     with torch.no_grad():
         for _ in range(max(warmup, 1)):

@@ -7,7 +7,9 @@ back as raw bytes and from expected values (``problem.py``) the worker never saw
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
+import random
 import secrets
 import tempfile
 import time
@@ -91,12 +93,12 @@ class Grader:
             cpu = " (`--device cpu` grades on the CPU instead)" if self.limits.device == "cuda" else ""
             raise GraderError(str(reply.get("message") or "the worker process did not start") + cpu)
 
-    @staticmethod
-    def _send_load(worker: WorkerProcess, spec: ProblemSpec, path: Path) -> None:
-        e = spec.entry
+    def _send_load(self, worker: WorkerProcess, spec: ProblemSpec, path: Path) -> None:
+        e, calling = spec.entry, self.problem(spec).calling
         worker.send(protocol.Message(), {"op": "load", "path": str(path), "forbidden": list(spec.forbidden),
                                          "entry": {"kind": e.kind, "name": e.name, "params": list(e.params),
-                                                   "init": list(e.init)}})
+                                                   "init": list(e.init), "positional": calling.positional,
+                                                   "init_positional": calling.init_positional}})
 
     @contextlib.contextmanager
     def loaded_worker(self, spec: ProblemSpec, path: Path, dtype: str = "float32"):
@@ -149,9 +151,11 @@ class Grader:
     def _run(self, worker: WorkerProcess, spec, path, seed, per_case, report: Report, only, dtypes) -> None:
         lim = self.limits
         problem = self.problem(spec)
-        defs = [(d, dt) for dt in dtypes for d in problem.cases if not only or d.name in only]
+        defs = [(d, dt) for dt in dtypes for d in problem.cases if not only or d.name in only]  # as reported
+        order = run_order(defs, seed)
         self._send_load(worker, spec, path)
-        first = problem.prepare(defs[0][0], seed, defs[0][1], lim.device) if defs else None  # overlaps the worker's start
+        # overlaps the worker's start
+        first = problem.prepare(defs[order[0]][0], seed, defs[order[0]][1], lim.device) if defs else None
         self._started(worker)
         t_load = time.perf_counter()
         try:
@@ -175,59 +179,149 @@ class Grader:
             report.cases = [CaseResult(d.name, Verdict.NOT_RUN, targets=d.targets) for d, _ in defs]
             report.traceback = r.traceback
             return
-        spent = 0.0  # seconds the worker spent on cases: the whole-check limit charges nothing else
+        clock = [0.0]  # seconds the worker spent on cases: the whole-check limit charges nothing else
+        results: dict[int, CaseResult] = {}
+        preps: dict = {}
         dead = None
-        for k, (d, dtype) in enumerate(defs):
+        for n, k in enumerate(order):  # a seeded order: what one case leaves behind meets different cases
+            d, dtype = defs[k]
             if dead:
-                report.cases.append(CaseResult(d.name, Verdict.NOT_RUN, targets=d.targets,
-                                               message=f"not run: {dead}"))
+                results[k] = CaseResult(d.name, Verdict.NOT_RUN, targets=d.targets, message=f"not run: {dead}")
                 continue
-            prep = first if k == 0 else problem.prepare(d, seed, dtype, lim.device)
-            # A first run may take twice the limit: one-time loading (a lazy import, CUDA kernels) is
-            # not the case's. One that needed more than the limit runs again on new inputs, within it.
-            left = max(lim.total_limit - spent, 0.0)
-            budget = min(2 * per_case, left)
-            why = (f"{budget:g} s (the time limit per case is {per_case:g} s; a case's first run may take twice that)"
-                   if budget < left else f"{lim.total_limit:g} s, the time limit for the whole check")
-            t = time.perf_counter()
-            try:
-                reply, tensors = self._send_case(worker, prep, budget)
-                took = time.perf_counter() - t
-                if took > per_case:
-                    spent += took
-                    prep = problem.prepare(d, caseapi.case_seed(seed, "again"), dtype, lim.device)
-                    left = max(lim.total_limit - spent, 0.0)
-                    budget = min(per_case, left)
-                    why = (f"{per_case:g} s, the time limit per case, when run again on new inputs (its first run "
-                           f"took {took:.1f} s)" if budget < left else
-                           f"{lim.total_limit:g} s, the time limit for the whole check")
-                    t = time.perf_counter()
-                    reply, tensors = self._send_case(worker, prep, budget)
-                spent += time.perf_counter() - t
-            except protocol.Timeout:
-                worker.kill()
-                report.cases.append(CaseResult(d.name, Verdict.TIME_LIMIT, targets=prep.case.targets, seconds=budget,
-                                               message=f"still running after {why}: look for an endless loop, "
-                                                       "or a Python loop over every element"))
-                dead = "an earlier case hit the time limit"
-                continue
-            except (protocol.PeerClosed, protocol.ProtocolError, BrokenPipeError, ConnectionResetError):
-                report.cases.append(CaseResult(d.name, Verdict.CRASHED, targets=prep.case.targets,
-                                               seconds=time.perf_counter() - t,
-                                               message="your code's process {exit} during this case without returning "
-                                                       "a result (os._exit, sys.exit in a thread, a segfault, or running "
-                                                       f"out of memory; the limit is {lim.memory_mb} MB)"))
-                dead = "an earlier case crashed the process"
-                continue
-            report.cases.append(problem.judge(prep, reply, tensors))
+            preps[k] = prep = first if n == 0 else problem.prepare(d, seed, dtype, lim.device)
+            results[k], dead = self._exchange(worker, problem, prep, per_case, clock, functools.partial(
+                problem.prepare, d, caseapi.case_seed(seed, "again"), dtype, lim.device))
+        if not dead:  # each passing case again, with new values of the same shapes, in the same process
+            for k in order:
+                d, dtype = defs[k]
+                if not results[k].passed:
+                    continue
+                prep = problem.prepare(d, seed, dtype, lim.device, replay=True)
+                if prep is None:  # its shapes depend on the values drawn
+                    continue
+                res, dead = self._exchange(worker, problem, prep, per_case, clock, None)
+                if not res.passed:
+                    results[k] = self._replay_failed(spec, path, problem, prep, res, per_case, dtypes)
+                if dead or not res.passed:
+                    break
+        report.cases = [results[k] for k in range(len(defs))]
+        self._left_by_other_cases(spec, path, problem, report, order, preps, per_case, dtypes)
         report.verdict = overall(report.cases)
-        first_bad = next((c for c in report.cases if c.verdict is report.verdict), None)
-        report.message = first_bad.message if first_bad and not report.passed else ""
+        explained = report.explained
+        report.message = explained.message if explained and not report.passed else ""
+
+    def _exchange(self, worker: WorkerProcess, problem: Problem, prep, per_case: float, clock: list, again):
+        """Run one prepared case on the worker: its result, and why the worker is gone (or None).
+
+        With ``again`` (a case's first run), the run may take twice the limit: one-time loading (a lazy
+        import, CUDA kernels) is not the case's. One that needed more than the limit runs again on new
+        inputs (``again()`` prepares them), within it. ``clock[0]`` adds up the worker's time."""
+        lim, c = self.limits, prep.case
+        left = max(lim.total_limit - clock[0], 0.0)
+        budget = min(2 * per_case if again else per_case, left)
+        why = ((f"{budget:g} s (the time limit per case is {per_case:g} s; a case's first run may take twice that)"
+                if again else f"{per_case:g} s, the time limit per case")
+               if budget < left else f"{lim.total_limit:g} s, the time limit for the whole check")
+        t = time.perf_counter()
+        try:
+            reply, tensors = self._send_case(worker, prep, budget)
+            took = time.perf_counter() - t
+            if again and took > per_case:
+                clock[0] += took
+                prep = again()
+                left = max(lim.total_limit - clock[0], 0.0)
+                budget = min(per_case, left)
+                why = (f"{per_case:g} s, the time limit per case, when run again on new inputs (its first run "
+                       f"took {took:.1f} s)" if budget < left else
+                       f"{lim.total_limit:g} s, the time limit for the whole check")
+                t = time.perf_counter()
+                reply, tensors = self._send_case(worker, prep, budget)
+            clock[0] += time.perf_counter() - t
+        except protocol.Timeout:
+            worker.kill()
+            return (CaseResult(c.name, Verdict.TIME_LIMIT, targets=c.targets, seconds=budget,
+                               message=f"still running after {why}: look for an endless loop, "
+                                       "or a Python loop over every element"),
+                    "an earlier case hit the time limit")
+        except (protocol.PeerClosed, protocol.ProtocolError, BrokenPipeError, ConnectionResetError):
+            return (CaseResult(c.name, Verdict.CRASHED, targets=c.targets, seconds=time.perf_counter() - t,
+                               message="your code's process {exit} during this case without returning "
+                                       "a result (os._exit, sys.exit in a thread, a segfault, or running "
+                                       f"out of memory; the limit is {lim.memory_mb} MB)"),
+                    "an earlier case crashed the process")
+        return problem.judge(prep, reply, tensors), None
+
+    def _alone(self, spec, path, problem: Problem, prep, per_case: float, dtypes) -> CaseResult | None:
+        """The case run first in a fresh worker, where nothing another case left behind exists (None: could not)."""
+        with tempfile.TemporaryDirectory(prefix="torchcode-") as tmp:
+            worker = self._spawn(spec, path, Path(tmp), dtypes)
+            try:
+                self._started(worker)
+                self._send_load(worker, spec, path)
+                reply, _ = worker.receive(self.limits.load_limit)
+                if "error" in reply:
+                    return None
+                res, _ = self._exchange(worker, problem, prep, per_case, [0.0], lambda: prep)
+                return res
+            except (GraderError, protocol.Timeout, protocol.PeerClosed, protocol.ProtocolError, OSError):
+                return None
+            finally:
+                worker.kill()
+                worker.finish()
+
+    def _replay_failed(self, spec, path, problem, prep, res: CaseResult, per_case, dtypes) -> CaseResult:
+        """A case that passed failed when run again with new values: is it state kept from earlier calls?"""
+        res.replay = True
+        alone = self._alone(spec, path, problem, prep, per_case, dtypes) if res.verdict not in SLOW else None
+        if alone is not None and alone.passed:  # proven: state from earlier calls changed the answer
+            res.verdict = Verdict.WRONG_ANSWER
+            res.message = (f"{HIDDEN_STATE} (This case passed; run again with new values of the same shapes in the "
+                           f"same process it failed, and those values pass in a fresh process: {res.message})")
+        else:
+            res.message = f"run again with new values of the same shapes, this case fails: {res.message}"
+        return res
+
+    def _left_by_other_cases(self, spec, path, problem, report: Report, order, preps, per_case, dtypes) -> None:
+        """The first case (in run order) that failed after another passed: does it pass alone, in a fresh worker?"""
+        if not order or not any(c.passed for c in report.cases):
+            return
+        for k in order[1:]:
+            c = report.cases[k]
+            if c.replay or c.verdict not in ANSWER or k not in preps:
+                continue
+            alone = self._alone(spec, path, problem, preps[k], per_case, dtypes)
+            if alone is not None and alone.passed:
+                c.message = (f"{STATE_BETWEEN_CASES} (This case passes when it runs first in a fresh process; it "
+                             f"failed after other cases ran in the same process: {c.message})")
+            return
 
     @staticmethod
     def _send_case(worker: WorkerProcess, prep, seconds: float):
         worker.send(prep.message, prep.header)
         return worker.receive(seconds)
+
+
+ANSWER = (Verdict.WRONG_ANSWER, Verdict.WRONG_OUTPUT)
+SLOW = (Verdict.TIME_LIMIT, Verdict.CRASHED, Verdict.MEMORY_LIMIT)  # not worth a second worker to explain
+HIDDEN_STATE = ("your code gave a different answer for the same shapes with new values: do you keep results or "
+                "tables from an earlier call, keyed only by shape (a dict at module level, functools.cache, an "
+                "attribute on self)? Compute from the inputs and arguments of every call.")
+STATE_BETWEEN_CASES = ("your code keeps state between calls: a result, mask or table kept from an earlier case "
+                       "(keyed by shape, ignoring an argument such as base or window_size?) was used again.")
+
+
+def run_order(defs: list, seed: int) -> list[int]:
+    """Indices of ``defs`` in the order they run: float32 first, then each other dtype; shuffled by the seed."""
+    rnd = random.Random(seed)
+    groups: dict[str, list[int]] = {}
+    for k, (_, dtype) in enumerate(defs):
+        groups.setdefault(dtype, []).append(k)
+    order: list[int] = []
+    for dtype in sorted(groups, key=lambda dt: dt != "float32"):
+        ks = groups[dtype][:]
+        rnd.shuffle(ks)
+        order += ks
+    return order
 
 
 @contextlib.contextmanager

@@ -7,6 +7,8 @@ expected values, the grading dtype for the tolerance) and packs what the worker 
 from __future__ import annotations
 
 import importlib.util
+import inspect
+import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,6 +22,9 @@ from torchcode.grader.protocol import ConstTensor, NamespaceValue, PrevRef
 from torchcode.grader.result import CaseResult
 
 
+REPLAY = "/replay"  # the seed variant of a case's second run with new values
+
+
 @dataclass
 class Prepared:
     case: caseapi.Case
@@ -30,6 +35,7 @@ class Prepared:
     leaf_labels: list[str]
     ignore: dict = field(default_factory=dict)  # (step, path) -> mask
     params: tuple[str, ...] = ()  # the entry point's parameter names (function, or forward)
+    replay: bool = False  # the case's second run, with new values
 
 
 def _import_file(path: Path, name: str, what: str):
@@ -59,20 +65,39 @@ class Problem:
         self.reference = getattr(sol, spec.entry.name, None)
         if self.reference is None:
             raise SpecError(spec.solution_path, None, f"does not define {spec.entry.name}")
+        self._shapes: dict = {}  # the reference's parameter shapes, by constructor arguments
+        e = spec.entry
+        if e.is_module:
+            self.calling = execute.Calling(e.params, _required(self.reference.forward, e.params, True),
+                                           e.init, _required(self.reference.__init__, e.init, True))
+        else:
+            self.calling = execute.Calling(e.params, _required(self.reference, e.params, False))
 
     # -- building one case ------------------------------------------------------------------
-    def prepare(self, cdef: caseapi.CaseDef, seed: int, dtype: str = "float32", device: str = "cpu") -> Prepared:
-        c = cdef.make(seed)
+    def prepare(self, cdef: caseapi.CaseDef, seed: int, dtype: str = "float32", device: str = "cpu",
+                replay: bool = False) -> Prepared | None:
+        """Build a case and run the reference on it. ``replay``: the same case with new values (same shapes,
+        same other arguments, new weights), forward only, or None when the case's shapes depend on the values."""
+        variant = REPLAY if replay else ""
+        c = cdef.make(seed, variant)
+        if replay:
+            if caseapi.structure(c) != caseapi.structure(cdef.make(seed)):
+                return None
+            c.grad = False  # a value kept from an earlier call shows in the outputs; half the cost without backward
         low = protocol.DTYPES[dtype]
         spec = self.spec
         if not spec.entry.is_module and any(s.new_instance for s in c.steps):
             raise SpecError(spec.cases_path, None, f"case '{c.name}' uses Call(...).fresh(), which only module problems "
                             "can use (a function has no instance)", "remove .fresh()")
-        rng = caseapi.Rng(caseapi.case_seed(seed, c.name + "/weights"))
+        rng = caseapi.Rng(caseapi.case_seed(seed, c.name + "/weights" + variant))
         state = self.weights(c, rng)
 
+        layouts = self.layouts(cdef, c, seed)
+
         def program(cast) -> execute.Program:
-            return self.program(c, state, cast)
+            prog = self.program(c, state, cast)
+            prog.layouts = layouts
+            return prog
 
         ignore = {(i, path): m for i, s in enumerate(c.steps) for path, m in s.ignore.items()}
 
@@ -99,20 +124,37 @@ class Problem:
         header.update({
             "op": "case",
             "grad": c.grad, "train": c.train, "max_elements": c.max_intermediate, "dtype": dtype, "device": device,
+            "layouts": list(layouts),
             "cotangents": [{"step": s, "path": list(p), "t": msg.tensor(t)} for (s, p), t in ref_prog.cotangents.items()],
         })
         if dtype != "float32":
             c.name = f"{c.name} [{dtype}]"
         return Prepared(c, header, msg, _cpu(gold), _cpu(ref), _leaf_labels(c, spec.entry.params), ignore,
-                        tuple(spec.entry.params))
+                        tuple(spec.entry.params), replay)
+
+    def layouts(self, cdef: caseapi.CaseDef, c: caseapi.Case, seed: int) -> tuple[str, ...]:
+        """The memory layout of each input tensor: real callers pass transposed views and slices.
+
+        In every check one case (chosen by the seed) gets contiguous inputs; in every other case every
+        input tensor with a dim gets a non-contiguous layout, cycling through those that fit its dims."""
+        dims = execute.input_dims(self.program(c, {}, lambda t: t).steps)
+        if random.Random(seed).randrange(len(self.cases)) == next(
+                (i for i, d in enumerate(self.cases) if d.name == cdef.name), -1):
+            return ("contiguous",) * len(dims)
+        h = caseapi.case_seed(seed, cdef.name + "/layout")
+        return tuple(execute.layouts_for(nd)[(h + k) % len(execute.layouts_for(nd))] if nd else "contiguous"
+                     for k, nd in enumerate(dims))
 
     def weights(self, c: caseapi.Case, rng: caseapi.Rng) -> dict[str, torch.Tensor]:
         """Random weights for a module case, by the reference's parameter names (empty for functions)."""
         if not self.spec.entry.is_module:
             return {}
-        init = {k: execute.materialize(_as_program(v, lambda t: t)) for k, v in (c.init or {}).items()}
-        with torch.random.fork_rng(devices=[]):
-            shapes = [(n, p.shape) for n, p in self.reference(**init).named_parameters()]
+        key = caseapi.signature(c.init)
+        if key not in self._shapes:
+            init = {k: execute.materialize(_as_program(v, lambda t: t)) for k, v in (c.init or {}).items()}
+            with torch.random.fork_rng(devices=[]):
+                self._shapes[key] = [(n, p.shape) for n, p in self.reference(**init).named_parameters()]
+        shapes = self._shapes[key]
         return {n: rng.randn(*shape, scale=shape[-1] ** -0.5) for n, shape in shapes}
 
     def program(self, c: caseapi.Case, state: dict, cast) -> execute.Program:
@@ -121,7 +163,8 @@ class Problem:
             state={k: cast(v) for k, v in state.items()},
             steps=[(tuple(_as_program(a, cast) for a in s.args), {k: _as_program(v, cast) for k, v in s.kwargs.items()})
                    for s in c.steps],
-            grad=c.grad, train=c.train, fresh=frozenset(i for i, s in enumerate(c.steps) if s.new_instance))
+            grad=c.grad, train=c.train, fresh=frozenset(i for i, s in enumerate(c.steps) if s.new_instance),
+            calling=self.calling)
 
     def message(self, c: caseapi.Case, state: dict, cast) -> tuple[dict, protocol.Message]:
         """The wire form of a case's construction and calls, tensors cast for the worker."""
@@ -141,6 +184,21 @@ class Problem:
         from torchcode.grader.verdict import judge_case
 
         return judge_case(self.spec.grading, p, reply, tensors)
+
+
+def _required(fn, names: tuple[str, ...], skip_self: bool) -> int:
+    """How many leading contract parameters the reference takes without a default: callers pass those by
+    position (any names will do for the learner) and the optional rest by keyword (names checked)."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())[1 if skip_self else 0:]
+    except (TypeError, ValueError):
+        return len(names)
+    n = 0
+    for p, name in zip(params, names):
+        if p.name != name or p.default is not p.empty or p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            break
+        n += 1
+    return n
 
 
 def _cpu(ex: execute.Execution) -> execute.Execution:

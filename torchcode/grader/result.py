@@ -63,6 +63,7 @@ class CaseResult:
     mismatch: Mismatch | None = None
     traceback: str = ""  # the learner's frames only
     seconds: float = 0.0
+    replay: bool = False  # the failure came from running the case again with new values of the same shapes
 
     @property
     def passed(self) -> bool:
@@ -98,12 +99,39 @@ class Report:
     def first_failure(self) -> CaseResult | None:
         return next((c for c in self.cases if not c.passed and c.verdict is not Verdict.NOT_RUN), None)
 
+    @property
+    def failing_like_explained(self) -> list[CaseResult]:
+        """The failing cases with the check's verdict (the kind of failure the report explains)."""
+        return [c for c in self.cases if not c.passed and c.verdict is self.verdict]
+
+    @property
+    def explained(self) -> CaseResult | None:
+        """The failing case that best names the bug, the one the report explains in detail.
+
+        A case failing alone names it. Otherwise a case whose message is specific advice (a property
+        the case checks, an input changed in place, state kept between calls) rather than a plain
+        mismatch. When (nearly) every case fails, the mistake is one they all share, not the feature
+        one case is about: the smallest case shows it most plainly. Else the first, in definition
+        order (authors put the case about the central idea first)."""
+        bad = self.failing_like_explained
+        if len(bad) <= 1:
+            return bad[0] if bad else self.first_failure
+        specific = [c for c in bad if c.replay or (c.verdict is Verdict.WRONG_ANSWER and c.mismatch is None)]
+        if specific:
+            return specific[0]
+        ran = [c for c in self.cases if c.verdict is not Verdict.NOT_RUN]
+        if len(ran) >= 3 and len(bad) >= len(ran) - 1 and all(c.mismatch for c in bad):
+            return min(bad, key=lambda c: c.mismatch.total)
+        return bad[0]
+
     def to_dict(self) -> dict:
         d = asdict(self)
         d["verdict"] = self.verdict.value
         d["passed"] = self.passed
         d["cases_passed"] = self.cases_passed
         d["cases_total"] = len(self.cases)
+        explained = self.explained if not self.passed else None
+        d["explained"] = explained.name if explained else ""  # the case the report explains in detail
         for c in d["cases"]:
             c["verdict"] = c["verdict"].value if isinstance(c["verdict"], Verdict) else c["verdict"]
         return d

@@ -175,29 +175,54 @@ def _learner_traceback(exc: BaseException, path: str) -> str:
     return text[-MAX_TRACEBACK:]
 
 
-def _signature_problem(fn, expected: tuple[str, ...], label: str, skip_self: bool) -> str | None:
+def _signature_problem(fn, expected: tuple[str, ...], n_pos: int, label: str, skip_self: bool) -> str | None:
+    """Can ``fn`` be called the way the grader (and real callers) call it?
+
+    The first ``n_pos`` contract parameters are passed by position: any names will do. The rest are
+    optional and passed by keyword: those names (and their order, for callers passing them by
+    position) are the contract, and each needs a default. Extra parameters need defaults too."""
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
         return None
     params = list(sig.parameters.values())[1 if skip_self else 0:]
-    names = []
-    for p in params:
-        if p.kind is p.VAR_POSITIONAL:
-            return None if names == list(expected[:len(names)]) else _sig_msg(label, expected, sig)
-        if p.kind is p.VAR_KEYWORD:
-            continue
-        names.append(p.name)
-    if names[:len(expected)] != list(expected):
-        return _sig_msg(label, expected, sig)
-    for p in params[len(expected):]:
-        if p.default is p.empty and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
+    n_pos = max(0, min(n_pos, len(expected)))
+    named = [p for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    var_pos = any(p.kind is p.VAR_POSITIONAL for p in params)
+    var_kw = any(p.kind is p.VAR_KEYWORD for p in params)
+    lead = next((i for i, p in enumerate(named) if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)),
+                len(named))  # parameters that can be passed by position
+    if lead < n_pos and not var_pos:
+        return _sig_msg(label, expected, n_pos, sig)
+    tail, want = named[min(lead, n_pos):], list(expected[n_pos:])
+    if [p.name for p in tail[:len(want)]] != want[:len(tail)] or (len(tail) < len(want) and not var_kw):
+        return _sig_msg(label, expected, n_pos, sig)
+    for p in tail[:len(want)]:
+        if p.kind is p.POSITIONAL_ONLY:
+            return f"`{label}` must accept `{p.name}` by keyword (callers write {p.name}=...): remove the `/`"
+        if p.default is p.empty:
+            return (f"`{label}`: `{p.name}` must be optional, as in the contract ({_contract(expected, n_pos)}): "
+                    "callers leave it out; give it a default")
+    for p in tail[len(want):]:
+        if p.default is p.empty:
             return f"`{label}` has an extra required parameter `{p.name}`: give it a default or remove it"
     return None
 
 
-def _sig_msg(label, expected, sig) -> str:
-    return f"`{label}` must take ({', '.join(expected)}), but yours is {label}{sig}"
+def _contract(expected, n_pos) -> str:
+    return ", ".join(list(expected[:n_pos]) + [f"{n}=..." for n in expected[n_pos:]])
+
+
+def _sig_msg(label, expected, n_pos, sig) -> str:
+    free = (f"; the names of the first {n_pos} are yours to choose" if n_pos > 1 else
+            "; the name of the first is yours to choose" if n_pos == 1 else "")
+    kw = ", the others are passed by keyword with exactly these names" if n_pos < len(expected) else ""
+    return f"`{label}` must take ({_contract(expected, n_pos)}){free}{kw}; yours is {label}{sig}"
+
+
+def _count(spec: dict, key: str, names: tuple) -> int:
+    n = spec.get(key)
+    return n if isinstance(n, int) and 0 <= n <= len(names) else len(names)
 
 
 class Worker:
@@ -274,11 +299,15 @@ class Worker:
         if kind == "module":
             if not (inspect.isclass(self.entry) and issubclass(self.entry, torch.nn.Module)):
                 return f"`{name}` must be a class that subclasses torch.nn.Module"
-            return (_signature_problem(self.entry.__init__, tuple(self.spec["init"]), f"{name}.__init__", True)
-                    or _signature_problem(self.entry.forward, tuple(self.spec["params"]), f"{name}.forward", True))
+            init, params = tuple(self.spec["init"]), tuple(self.spec["params"])
+            return (_signature_problem(self.entry.__init__, init, _count(self.spec, "init_positional", init),
+                                       f"{name}.__init__", True)
+                    or _signature_problem(self.entry.forward, params, _count(self.spec, "positional", params),
+                                          f"{name}.forward", True))
         if inspect.isclass(self.entry) or not callable(self.entry):
             return f"`{name}` must be a function"
-        return _signature_problem(self.entry, tuple(self.spec["params"]), name, False)
+        params = tuple(self.spec["params"])
+        return _signature_problem(self.entry, params, _count(self.spec, "positional", params), name, False)
 
     # -- running one case ------------------------------------------------------------------
     @staticmethod
@@ -292,10 +321,17 @@ class Worker:
             train=bool(h.get("train")),
             cotangents={(c["step"], tuple(c["path"])): decode(c["t"], tensors) for c in h.get("cotangents", [])},
             fresh=frozenset(i for i, s in enumerate(h["steps"]) if s.get("fresh") is True),
+            layouts=tuple(x if x in execute.LAYOUTS else "contiguous" for x in h.get("layouts") or ()),
         )
+
+    def _calling(self) -> execute.Calling:
+        init, params = tuple(self.spec.get("init") or ()), tuple(self.spec["params"])
+        return execute.Calling(params, _count(self.spec, "positional", params),
+                               init, _count(self.spec, "init_positional", init))
 
     def case(self, h: dict, tensors: list, msg: Message) -> dict:
         prog = self._program(h, tensors)
+        prog.calling = self._calling()
         guard = guards.Guard(self.forbidden, h.get("max_elements"))
         stage = execute.Stage()
         device = str(h.get("device", "cpu"))
@@ -326,6 +362,7 @@ class Worker:
 
     def bench(self, h: dict, tensors: list) -> dict:
         prog = self._program(h, tensors)
+        prog.calling = self._calling()
         guard = guards.Guard(self.forbidden)
         try:
             return execute.bench(self.entry, self.spec["kind"] == "module", prog, guard=guard,
@@ -376,6 +413,11 @@ class Worker:
             return {"kind": "runtime", "message": f"your code modified an input in place {stage} ({str(e)[:200]}): the "
                     "caller's tensors must be left unchanged. Use out-of-place operations (`x = x * s`, not `x *= s`; "
                     "`masked_fill`, not `masked_fill_`).", "stage": stage, "traceback": tb}
+        if isinstance(e, RuntimeError) and "view size is not compatible with input tensor's size and stride" in str(e):
+            return {"kind": "runtime", "message": f"RuntimeError {stage}: .view() cannot reshape a tensor whose "
+                    "memory is not laid out in order. Your inputs may be non-contiguous (a transposed tensor, a slice of a "
+                    "larger one: callers pass such tensors). Use .reshape(...) instead of .view(...), or call "
+                    ".contiguous() first.", "stage": stage, "traceback": tb}
         if isinstance(e, SystemExit):
             msg = f"your code called sys.exit({e.code!r}) {stage}"
         elif isinstance(e, KeyboardInterrupt):

@@ -27,16 +27,26 @@ def report(con: Console, r: Report, *, display_file: str) -> None:
             line = Text.assemble(mark, "  ", f"{c.name:<{case_w}}", "  ", (f"{cl:<{res_w}}", cs), "  ", (c.targets, "dim"))
             line.truncate(con.width, overflow="ellipsis")
             con.print(line, no_wrap=True)
+            if not c.passed and c.verdict is not Verdict.NOT_RUN and c.message:  # each failure with its own message
+                why = Text(" " * (case_w + 5) + _one_line(c))
+                why.truncate(con.width, overflow="ellipsis")
+                con.print(why, no_wrap=True)
     if r.passed:
         con.print("[green]All hidden cases pass: outputs and gradients match the reference.[/green]")
         return
-    bad = r.first_failure
+    bad = r.explained
     body = Text()
     if bad:
         body.append("Case ", style="bold").append(bad.name, style="bold").append(f": {bad.targets}\n", style="dim")
+        alike = [c.name for c in r.failing_like_explained]
+        if len(alike) > 1:
+            ran = sum(c.verdict is not Verdict.NOT_RUN for c in r.cases)
+            body.append(f"{len(alike)} of {ran} cases fail this way ({', '.join(alike)}): look for a mistake they "
+                        "share; this is the one explained here.\n", style="dim")
     if bad and bad.mismatch:
         m = bad.mismatch
-        body.append(f"{m.what} does not match the reference.")
+        plain = bad.message.startswith(f"{m.what} does not match the reference")
+        body.append(f"{m.what} does not match the reference." if plain else bad.message)
         body.append("\n\n")
         body.append(f"  {'where':<14}{m.what} at index {m.index} (shape {m.shape})\n")
         body.append(f"  {'expected':<14}{m.expected:.6g}\n")
@@ -57,3 +67,12 @@ def report(con: Console, r: Report, *, display_file: str) -> None:
     if ran and r.verdict not in (Verdict.NOT_IMPLEMENTED, Verdict.SYNTAX_ERROR, Verdict.BAD_INTERFACE):
         con.print(f"[dim]seed {r.seed}: reproduce with `torchcode check {display_file} --problem {r.problem} --seed {r.seed}`[/dim]",
                   soft_wrap=True)
+
+
+def _one_line(c) -> str:
+    """A failing case's own message, short enough for one line of the case table."""
+    m = c.mismatch
+    if m and c.message.startswith(f"{m.what} does not match the reference"):
+        return (f"{m.what}: {m.bad:,} of {m.total:,} elements off, max abs err {m.max_abs_err:.3g} "
+                f"(allowed {m.allowed:.2g})")
+    return c.message.splitlines()[0] if c.message else ""
