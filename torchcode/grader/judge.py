@@ -9,22 +9,26 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import secrets
+import sys
 import tempfile
 import time
 from pathlib import Path
 
+import torch
+
 from torchcode.catalog.spec import ProblemSpec
 from torchcode.errors import UsageError
-from torchcode.grader import protocol
+from torchcode.grader import execute, protocol
 from torchcode.grader.limits import Limits
 from torchcode.grader.problem import Problem
 from torchcode.grader.result import CaseResult, Report, Verdict, overall
 from torchcode.grader.sandbox import WorkerProcess, Zygote
-from torchcode.grader.verdict import error_result
+from torchcode.grader.verdict import clean_error, error_result, malformed, number
 
 __all__ = ["Grader", "Limits", "Problem", "grade_file", "resolve_device", "default_dtypes", "protected_paths"]
 
 OUTPUT_SHOWN = 4000
+LOAD_REPLY = protocol.Budget(header=1 << 20)  # an import's reply carries no tensors
 
 
 # -- the public entry points ------------------------------------------------------------------------------
@@ -58,7 +62,8 @@ class Grader:
         """A fresh worker whose output goes to tmp/output.txt and whose scratch directory is tmp/cwd."""
         lim = self.limits
         (tmp / "cwd").mkdir()
-        return self.zygote.spawn({"log": str(tmp / "output.txt"), "cwd": str(tmp / "cwd"), "memory_mb": lim.memory_mb,
+        return self.zygote.spawn({"tmp": str(tmp), "log": str(tmp / "output.txt"), "cwd": str(tmp / "cwd"),
+                                  "memory_mb": lim.memory_mb,
                                   "device": lim.device, "output_bytes": lim.output_bytes, "threads": lim.threads,
                                   "path": str(path), "confine": lim.confine, "protected": protected_paths(spec)})
 
@@ -76,9 +81,14 @@ class Grader:
             worker = self._spawn(spec, path, Path(tmp))
             try:
                 self._send_load(worker, spec, path)
-                reply, _ = worker.receive(self.limits.load_limit)
-                if "error" in reply:
-                    raise UsageError(f"{path} could not be loaded: {reply['error'].get('message', '')}")
+                notes = protocol.Notes()
+                try:
+                    reply, _ = worker.receive(self.limits.load_limit, LOAD_REPLY, notes)
+                    error = clean_error(reply["error"]) if "error" in reply else None
+                except (protocol.Timeout, protocol.PeerClosed, protocol.ProtocolError) as e:
+                    raise UsageError(f"{path} could not be loaded: {type(e).__name__} {e}") from None
+                if error or notes.forbidden or notes.tamper:
+                    raise UsageError(f"{path} could not be loaded: {error['message'] if error else 'forbidden call'}")
                 yield worker
             finally:
                 worker.kill()
@@ -122,28 +132,33 @@ class Grader:
         defs = [(d, dt) for dt in dtypes for d in problem.cases if not only or d.name in only]
         self._send_load(worker, spec, path)
         first = problem.prepare(defs[0][0], seed, defs[0][1], lim.device) if defs else None  # overlaps the worker's import
-        t_load = time.perf_counter()
+        notes = protocol.Notes()
+
+        def not_run(verdict: Verdict, message: str, traceback: str = "") -> None:
+            report.verdict, report.message, report.traceback = verdict, message, traceback
+            report.cases = [CaseResult(d.name, Verdict.NOT_RUN, targets=d.targets) for d, _ in defs]
+
+        load_limit = min(lim.load_limit, lim.total_limit)
         try:
-            reply, _ = worker.receive(lim.load_limit)
+            reply, _ = worker.receive(load_limit, LOAD_REPLY, notes)
         except protocol.Timeout:
-            report.verdict = Verdict.TIME_LIMIT
-            report.message = f"importing your file took longer than {lim.load_limit:g} s: is there a loop or a long computation at the top level?"
-            report.cases = [CaseResult(d.name, Verdict.NOT_RUN, targets=d.targets) for d, _ in defs]
-            return
-        except (protocol.PeerClosed, protocol.ProtocolError):
-            report.verdict = Verdict.CRASHED
-            report.message = "your code's process {exit} while your file was being imported (sys.exit, os._exit or a crash at the top level?)"
-            report.cases = [CaseResult(d.name, Verdict.NOT_RUN, targets=d.targets) for d, _ in defs]
-            return
-        report.load_seconds = float(reply.get("seconds", time.perf_counter() - t_load) or 0.0)
-        if isinstance(reply.get("confined"), dict):
-            report.limits["confined"] = {str(k): bool(v) for k, v in reply["confined"].items()}
-        if "error" in reply:
-            r = error_result(CaseResult("import", Verdict.RUNTIME_ERROR), reply["error"])
-            report.verdict, report.message = r.verdict, r.message
-            report.cases = [CaseResult(d.name, Verdict.NOT_RUN, targets=d.targets) for d, _ in defs]
-            report.traceback = r.traceback
-            return
+            return not_run(Verdict.TIME_LIMIT, f"importing your file took longer than {load_limit:g} s: is there "
+                                               "a loop or a long computation at the top level?")
+        except protocol.PeerClosed:
+            return not_run(Verdict.CRASHED, "your code's process {exit} while your file was being imported "
+                                            "(sys.exit, os._exit or a crash at the top level?)")
+        except protocol.ProtocolError as e:
+            return not_run(Verdict.CRASHED, malformed(e))
+        finally:
+            if notes.ready is not None:
+                report.limits["confined"] = _confined(notes.ready.get("confined"))
+        if notes.forbidden or notes.tamper or "error" in reply:
+            r = judge_import(reply, notes)
+            return not_run(r.verdict, r.message, r.traceback)
+        try:
+            report.load_seconds = float(number(reply.get("seconds", 0.0), "time"))
+        except protocol.ProtocolError as e:
+            return not_run(Verdict.CRASHED, malformed(e))
         dead = None
         for k, (d, dtype) in enumerate(defs):
             if dead:
@@ -154,9 +169,11 @@ class Grader:
             t = time.perf_counter()
             left = lim.total_limit - (t - started)
             limit = min(per_case, max(left, 0.0))
+            budget = _reply_budget(prep)
+            notes = protocol.Notes()
             try:
                 worker.send(prep.message, prep.header)
-                reply, tensors = worker.receive(limit)
+                reply, tensors = worker.receive(limit, budget, notes)
             except protocol.Timeout:
                 worker.kill()
                 which = (f"{per_case:g} s, the time limit per case" if limit == per_case
@@ -166,18 +183,61 @@ class Grader:
                                                        "or a Python loop over every element"))
                 dead = "an earlier case hit the time limit"
                 continue
-            except (protocol.PeerClosed, protocol.ProtocolError, BrokenPipeError, ConnectionResetError):
+            except protocol.ProtocolError as e:
+                worker.kill()  # the stream is out of step: nothing more it says can be trusted
+                report.cases.append(CaseResult(d.name, Verdict.CRASHED, targets=prep.case.targets,
+                                               seconds=time.perf_counter() - t, message=malformed(e)))
+                dead = "an earlier case sent back a malformed result"
+                continue
+            except (protocol.PeerClosed, BrokenPipeError, ConnectionResetError):
                 report.cases.append(CaseResult(d.name, Verdict.CRASHED, targets=prep.case.targets,
                                                seconds=time.perf_counter() - t,
                                                message="your code's process {exit} during this case without returning "
-                                                       "a result (os._exit, sys.exit in a thread, a segfault, or running "
+                                                       "a result (os._exit, a segfault, or running "
                                                        f"out of memory; the limit is {lim.memory_mb} MB)"))
                 dead = "an earlier case crashed the process"
                 continue
-            report.cases.append(problem.judge(prep, reply, tensors))
+            result = problem.judge(prep, reply, tensors, notes)
+            report.cases.append(result)
+            if result.verdict is Verdict.CRASHED:  # a malformed reply: the stream may be out of step
+                worker.kill()
+                dead = "an earlier case sent back a malformed result"
         report.verdict = overall(report.cases)
         first_bad = next((c for c in report.cases if c.verdict is report.verdict), None)
         report.message = first_bad.message if first_bad and not report.passed else ""
+
+
+def judge_import(reply: dict, notes: protocol.Notes) -> CaseResult:
+    """The verdict of an import that reported an error or a forbidden call."""
+    res = CaseResult("import", Verdict.RUNTIME_ERROR)
+    if notes.forbidden or notes.tamper:
+        tamper = (f"your code tampered with the grader's guards ({notes.tamper[0]}); submissions may not switch them off"
+                  if notes.tamper else "")
+        return error_result(res, {"kind": "forbidden", "names": notes.forbidden, "message": tamper})
+    try:
+        return error_result(res, clean_error(reply["error"]))
+    except protocol.ProtocolError as e:
+        res.verdict, res.message = Verdict.CRASHED, malformed(e)
+        return res
+
+
+def _confined(info) -> dict:
+    """What confinement the worker reported before any learner code ran."""
+    if not isinstance(info, dict):
+        return {}
+    return {str(k)[:40]: (v if type(v) in (bool, int) else False) for k, v in list(info.items())[:16]}
+
+
+def _reply_budget(prep) -> protocol.Budget:
+    """What a reply to this case may hold: a generous multiple of the expected outputs and gradients
+    (the worker itself refuses anything larger with a wrong-output verdict, see ``max_reply``)."""
+    gold = prep.gold
+    found = [t for o in gold.outputs for t in execute.flatten(o).values() if isinstance(t, torch.Tensor)]
+    found += [g for g in (*gold.input_grads.values(), *gold.param_grads.values()) if isinstance(g, torch.Tensor)]
+    tensors = 2 * len(found) + 16
+    nbytes = 32 * sum(t.numel() for t in found) + (1 << 20)
+    prep.header["max_reply"] = {"tensors": tensors, "bytes": nbytes}
+    return protocol.Budget(header=1 << 20, tensors=tensors, nbytes=nbytes + protocol.ALIGN * tensors)
 
 
 def default_dtypes(spec: ProblemSpec, device: str) -> list[str]:
@@ -203,10 +263,12 @@ def protected_paths(spec: ProblemSpec) -> list[str]:
     """What a submission may not read or write: the grader, every pack's problems, the user's state."""
     from torchcode import paths
 
-    packs = {spec.pack, paths.builtin_pack(), *(p.expanduser().resolve() for p in paths.extra_packs())}
+    packs = {spec.pack, paths.builtin_pack(), *(p.expanduser() for p in paths.extra_packs())}
     dirs = [paths.PACKAGE_DIR, paths.home()]
+    dirs += [Path(p) / "torchcode" for p in sys.path if p and (Path(p) / "torchcode").is_dir()]  # other copies
+    # (an editable install also leaves the course in site-packages/torchcode/_builtin)
     dirs += [pack / sub for pack in packs for sub in ("problems", "solutions", "templates")]
-    return [str(d) for d in dirs]
+    return sorted({str(Path(d).resolve()) for d in dirs})  # absolute and real: the worker runs elsewhere
 
 
 def _read_output(log: Path) -> str:
