@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import shutil
+import signal
 import sqlite3
 import sys
 import time
@@ -27,13 +30,17 @@ needs_confinement = pytest.mark.skipif(not CONFINABLE, reason="this kernel has n
 
 
 @pytest.mark.parametrize("path", HOSTILE, ids=[p.stem for p in HOSTILE])
-def test_hostile_submission_through_the_cli(cli, path, torchcode_home):
+def test_hostile_submission_through_the_cli(cli, path, torchcode_home, tmp_path):
     """Each file of the corpus, graded by the real command: the intended verdict, a clean JSON report,
-    and a progress store that still works afterwards."""
-    if "# needs: confinement" in path.read_text() and not CONFINABLE:
+    a progress store that still works afterwards, and nothing left behind (processes, temp dirs)."""
+    text = path.read_text()
+    if "# needs: confinement" in text and not CONFINABLE:
         pytest.skip("this kernel has no Landlock/seccomp")
+    extra = re.search(r"^# args: (.*)$", text, re.M)
     start = time.monotonic()
-    r = cli("check", str(path), "--problem", problem_of(path), "--time-limit", "1", "--device", "cpu", "--json")
+    with nothing_left_behind(tmp_path) as env:
+        r = cli("check", str(path), "--problem", problem_of(path), "--device", "cpu", "--time-limit", "1", "--json",
+                *(extra.group(1).split() if extra else ()), env=env)
     assert time.monotonic() - start < 60
     report = json.loads(r.out)  # stdout is only the report, whatever the submission printed
     want = expected_verdict(path)
@@ -42,6 +49,71 @@ def test_hostile_submission_through_the_cli(cli, path, torchcode_home):
     assert "{exit}" not in report["message"] and "Traceback (most recent call last)" not in r.err
     rows = sqlite3.connect(torchcode_home / "progress.sqlite3").execute("SELECT verdict FROM attempts").fetchall()
     assert rows == [(want,)]
+
+
+# -- nothing left behind -------------------------------------------------------------------------
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def _subreaper(on: bool) -> None:
+    """Orphans of the command we run become our children (instead of init's), so we can find them."""
+    if sys.platform == "linux":
+        import ctypes
+
+        ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0)
+
+
+def _direct_children() -> list[int]:
+    me, out = os.getpid(), []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]) == me:
+                    out.append(int(d.name))
+            except (OSError, ValueError, IndexError):
+                continue
+    return out
+
+
+@contextlib.contextmanager
+def nothing_left_behind(tmp_path: Path):
+    """Run a command (with the environment this yields) and then assert that no process it started is
+    still alive and that it left no torchcode-* directory in its TMPDIR."""
+    tmp = tmp_path / "tmpdir"
+    tmp.mkdir(exist_ok=True)
+    before = set(_direct_children())
+    _subreaper(True)
+    try:
+        yield {"TMPDIR": str(tmp)}
+    finally:
+        _subreaper(False)
+    strays: list[int] = []
+    deadline = time.monotonic() + 5
+    while sys.platform == "linux":
+        strays = []
+        for pid in set(_direct_children()) - before:
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0] == 0:  # not a zombie: still running
+                    strays.append(pid)
+            except ChildProcessError:
+                pass
+        if not strays or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    found = {pid: _cmdline(pid) for pid in strays}
+    for pid in strays:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    assert not found, f"processes left running: {found}"
+    left = sorted(p.name for p in tmp.glob("torchcode-*"))
+    assert not left, f"temporary directories left behind: {left}"
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:200]
+    except OSError:
+        return "?"
 
 
 def test_time_limit_names_the_limit(grader, catalog):
@@ -103,7 +175,8 @@ def _children(pid: int) -> list[int]:
 @needs_confinement
 def test_confinement_is_in_force(grader, catalog):
     report = grader.grade(catalog.get("sdpa"), catalog.get("sdpa").solution_path)
-    assert report.limits["confined"] == {"filesystem": True, "processes": True}
+    assert report.limits["confined"] == {"filesystem": True, "processes": True, "threads": True, "signals": True,
+                                         "landlock_abi": confine._abi()}
 
 
 @needs_confinement
@@ -160,3 +233,124 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except OSError:
         return "gone"
+
+
+# -- item by item: what the corpus alone cannot show ------------------------------------------------
+HOSTILE_DIR = Path(__file__).parent / "hostile"
+
+
+def test_a_32bit_system_call_is_named(grader, catalog):
+    report = grader.grade(catalog.get("sdpa"), HOSTILE_DIR / "forks_via_int80.py")
+    if CONFINABLE and confine.seccomp_program("x86_64", 1, False) and os.uname().machine == "x86_64":
+        assert "SIGSYS" in report.message, report.message
+
+
+@needs_confinement
+def test_the_terminal_is_out_of_reach(tmp_path):
+    """The check runs on a terminal of its own (its controlling terminal and an inherited descriptor):
+    the submission's writes to /dev/tty, the inherited descriptor and /dev/pts/* never reach it."""
+    import fcntl
+    import pty
+    import subprocess
+    import termios
+
+    master, slave = pty.openpty()
+    os.set_blocking(master, False)
+
+    def controlling_terminal():
+        os.setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    exe = shutil.which("torchcode")
+    cmd = ([exe] if exe else [sys.executable, "-m", "torchcode"]) + [
+        "check", str(HOSTILE_DIR / "writes_to_terminal.py"), "--problem", "sdpa", "--device", "cpu", "--json"]
+    with nothing_left_behind(tmp_path) as env:
+        p = subprocess.run(cmd, stdin=slave, capture_output=True, text=True, timeout=120, pass_fds=(slave,),
+                           preexec_fn=controlling_terminal, env=dict(os.environ, **env), cwd=tmp_path)
+    os.close(slave)
+    try:
+        screen = os.read(master, 1 << 16)
+    except (BlockingIOError, OSError):
+        screen = b""
+    os.close(master)
+    report = json.loads(p.stdout)
+    assert report["verdict"] == "runtime_error" and "Permission denied" in report["message"], report["message"]
+    assert b"Accepted" not in screen and screen == b"", screen
+
+
+@needs_confinement
+def test_a_killed_grader_leaves_nothing_behind(tmp_path, workdir):
+    """If the trusted process dies mid-check (here: SIGKILL from outside), the zygote kills the worker and
+    removes the temporary directory."""
+    import subprocess
+
+    shutil.copy(HOSTILE_DIR / "infinite_loop.py", workdir / "sdpa.py")
+    exe = shutil.which("torchcode")
+    cmd = ([exe] if exe else [sys.executable, "-m", "torchcode"]) + ["check", "sdpa.py", "--problem", "sdpa",
+                                                                       "--device", "cpu", "--time-limit", "60"]
+    with nothing_left_behind(tmp_path) as env:
+        p = subprocess.Popen(cmd, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             env=dict(os.environ, **env))
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not list((tmp_path / "tmpdir").glob("torchcode-*/cwd")):
+            time.sleep(0.05)
+        assert list((tmp_path / "tmpdir").glob("torchcode-*/cwd")), "the worker never started"
+        while time.monotonic() < deadline and len(_children(p.pid)) < 2:
+            time.sleep(0.05)
+        p.kill()
+        p.wait()
+
+
+@needs_confinement
+def test_a_non_editable_venv_keeps_references_and_store_out_of_reach(installed_venv, tmp_path):
+    """A real `python -m venv` with torchcode pip-installed (not editable): `lib64 -> lib` exists, the
+    course lives in site-packages/torchcode/_builtin, TORCHCODE_HOME is relative. Submissions read
+    neither the reference (through lib64 or the real path) nor the progress store."""
+    import subprocess
+
+    work = tmp_path / "work"
+    work.mkdir()
+    assert (installed_venv / "lib64").is_symlink()
+    env = dict(os.environ, TORCHCODE_HOME="home", PATH=f"{installed_venv / 'bin'}:{os.environ['PATH']}")
+    env.pop("PYTHONPATH", None)
+
+    def check(name: str) -> dict:
+        shutil.copy(HOSTILE_DIR / name if (HOSTILE_DIR / name).exists() else name, work / Path(name).name)
+        with nothing_left_behind(tmp_path) as tmp_env:
+            p = subprocess.run([str(installed_venv / "bin" / "torchcode"), "check", Path(name).name, "--problem", "sdpa",
+                                "--device", "cpu", "--json"], cwd=work, capture_output=True, text=True, timeout=180,
+                               env=dict(env, **tmp_env))
+        assert "Traceback" not in p.stderr, p.stderr
+        return json.loads(p.stdout)
+
+    site = next((installed_venv / "lib").glob("python3*/site-packages"))
+    solution = site / "torchcode" / "_builtin" / "solutions" / "sdpa.py"
+    assert solution.is_file() and not (site / "torchcode" / "_builtin" / "solutions").is_symlink()
+    ok = check(str(solution))  # the reference itself, graded as a submission: creates the store
+    assert ok["verdict"] == "accepted" and all(ok["limits"]["confined"][k] for k in ("filesystem", "processes"))
+    assert (work / "home" / "progress.sqlite3").is_file()
+    for name in ("reads_reference_lib64.py", "reads_reference_realpath.py", "reads_progress_store.py"):
+        report = check(name)
+        assert report["verdict"] == "runtime_error" and "Permission denied" in report["message"], (name, report["message"])
+
+
+@pytest.fixture(scope="module")
+def installed_venv(tmp_path_factory):
+    """`python -m venv` plus `pip install --no-deps --no-build-isolation` of this checkout; torch and the
+    other dependencies come from the test environment through a .pth file (offline, a few seconds)."""
+    import site
+    import subprocess
+    import sysconfig
+
+    root = Path(__file__).resolve().parents[1]
+    venv = tmp_path_factory.mktemp("venv") / "v"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    purelib = Path(subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                  capture_output=True, text=True, check=True).stdout.strip())
+    parents = [p for p in site.getsitepackages() + [sysconfig.get_paths()["purelib"]] if Path(p).is_dir()]
+    (purelib / "_test_environment.pth").write_text("\n".join(dict.fromkeys(parents)) + "\n")
+    p = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+                        "--no-index", str(root)], capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        pytest.skip(f"could not pip-install torchcode into a fresh venv offline: {p.stderr[-500:]}")
+    return venv

@@ -33,10 +33,11 @@ def extra_packs(cli_dirs: list[Path] | None = None) -> list[Path]:
 
 
 def home() -> Path:
-    """The user data directory (created on demand by whoever writes into it)."""
+    """The user data directory (created on demand by whoever writes into it), always absolute: it is
+    protected from submissions, which run in another directory."""
     env = os.environ.get("TORCHCODE_HOME")
     if env:
-        return Path(env).expanduser()
+        return Path(env).expanduser().resolve()
     from platformdirs import user_data_dir
 
     return Path(user_data_dir("torchcode", appauthor=False))

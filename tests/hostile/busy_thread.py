@@ -1,5 +1,7 @@
-# expect: accepted
-# Leaves a busy thread spinning after returning a correct answer: the worker is still ended.
+# expect: forbidden_call
+# needs: confinement
+# Starts a busy thread before returning a correct answer: the sandbox refuses new threads (the
+# guards watch one thread only), so starting one is a forbidden call.
 import threading
 
 def _attention(Q, K, V, mask=None):

@@ -1,8 +1,8 @@
 # expect: accepted
 # needs: confinement
 # Tries to write into the progress store and the problem folders; both are refused, the answer is still graded.
+import importlib.util
 import os
-import sys
 
 def _attention(Q, K, V, mask=None):
     import math
@@ -16,7 +16,8 @@ def _attention(Q, K, V, mask=None):
 
 HITS = []
 for target in (os.environ.get("TORCHCODE_HOME", "") + "/progress.sqlite3",
-               os.path.join(os.path.dirname(sys.modules["torch" + "code"].__file__), "..", "problems", "sdpa", "cases.py")):
+               os.path.join(os.path.dirname(importlib.util.find_spec("torch" + "code").origin), "..", "problems", "sdpa",
+                            "cases.py")):
     try:
         with open(target, "a") as f:
             f.write("tampered")

@@ -15,7 +15,7 @@ from pathlib import Path
 from torchcode.catalog.spec import ProblemSpec
 from torchcode.errors import UsageError
 from torchcode.grader import cases as caseapi
-from torchcode.grader import execute, guards, protocol
+from torchcode.grader import execute, guards, protocol, verdict
 
 
 @dataclass
@@ -89,18 +89,25 @@ def run_bench(grader, spec: ProblemSpec, path: Path, *, dtype: str = "float32", 
             header, msg = problem.message(c, state, to_low)
             header.update(op="bench", dtype=dtype, device=device, warmup=warmup, reps=reps)
             worker.send(msg, header)
+            notes = protocol.Notes()
             try:
-                reply, _ = worker.receive(max(60.0, 20 * (grader.limits.time_limit or spec.grading.time_limit)))
+                reply, _ = worker.receive(max(60.0, 20 * (grader.limits.time_limit or spec.grading.time_limit)),
+                                          protocol.Budget(header=1 << 20), notes)
+                error = verdict.clean_error(reply["error"]) if "error" in reply else None
+                if error is None:
+                    seconds, peak = verdict.number(reply.get("seconds"), "time"), verdict.number(reply.get("peak_bytes"), "size")
             except protocol.Timeout:
                 raise UsageError(f"your kernel took too long at size {size}; try smaller --sizes") from None
-            if "error" in reply:
-                raise UsageError(f"your kernel failed at size {size}: {reply['error'].get('message', '')}")
+            except (protocol.PeerClosed, protocol.ProtocolError) as e:
+                raise UsageError(f"your kernel's process ended or sent back a malformed result at size {size} ({e})") from None
+            if error or notes.forbidden or notes.tamper:
+                raise UsageError(f"your kernel failed at size {size}: {error['message'] if error else 'a forbidden call'}")
             prog = problem.program(c, state, to_low)
             if on_step:
                 on_step(i, len(sizes), f"{spec.id} size {size}: reference")
             ref = execute.bench(problem.reference, spec.entry.is_module, prog, dtype=low, device=device,
                                 warmup=warmup, reps=reps, guard=guards.Guard([]))
-            row = BenchRow(size, float(reply["seconds"]), ref["seconds"], int(reply["peak_bytes"]), ref["peak_bytes"])
+            row = BenchRow(size, float(seconds), ref["seconds"], int(peak), ref["peak_bytes"])
             if problem.baseline is not None and not spec.entry.is_module:
                 base = execute.bench(problem.baseline, False, prog, dtype=low, device=device,
                                      warmup=warmup, reps=reps, guard=guards.Guard([]))

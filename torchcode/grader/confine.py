@@ -1,18 +1,22 @@
 """Kernel-enforced confinement of the worker, without root or containers (Linux).
 
-- ``no_new_processes``: a seccomp filter that makes fork, vfork, clone without
-  CLONE_THREAD, clone3 and execve fail. Threads still work (torch needs them); a fork
-  bomb or a subprocess gets an error instead of a machine full of processes.
 - ``restrict_filesystem``: Landlock. The worker may read everything *except* the
   directories it names as protected (torchcode's own package with the reference
-  solutions, every problem pack, the progress store), and may write only in its
-  scratch directory. Landlock is allow-list only, so the allow-list is built by
-  walking from / and allowing every sibling of the paths that lead to a protected one.
-  A Landlock-confined process also cannot ptrace (or read the memory of) a process
-  outside its domain, such as the trusted grader.
+  solutions, every problem pack, the progress store), may write only in its scratch
+  directory, and reaches no device but the harmless ones (null, zero, random, shm) and
+  the GPU's: no terminal. Landlock is allow-list only, so the allow-list is built by
+  walking from / and allowing every sibling of the paths that lead to a protected one;
+  symlinks are never followed (a rule added through ``lib64 -> lib`` would open all of
+  ``lib``). A Landlock-confined process cannot ptrace (or read the memory of) a process
+  outside its domain, such as the trusted grader, and from ABI 6 on it cannot signal one
+  or connect to its abstract unix sockets either.
+- ``seccomp``: a filter that kills the process on any system call made through another
+  architecture's entry point (``int 0x80``, x32), makes fork, vfork, clone, clone3 and
+  execve fail (threads too, once the worker's own exist), and lets the worker signal
+  nobody but itself, on any kernel.
 
-Each returns whether it is in force; where the kernel lacks the feature, nothing
-happens and the caller reports it.
+Each reports what is in force; where the kernel lacks a feature, nothing happens and the
+caller reports it.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 import ctypes
 import os
 import platform
+import stat
 import struct
 
 _libc = None
@@ -29,63 +34,202 @@ def _syscall():
     global _libc
     if _libc is None:
         _libc = ctypes.CDLL(None, use_errno=True)
+        _libc.syscall.restype = ctypes.c_long
     return _libc
 
 
+# -- seccomp -------------------------------------------------------------------------------
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_SECCOMP = 22
 SECCOMP_MODE_FILTER = 2
+RET_KILL_PROCESS = 0x80000000
 RET_ALLOW = 0x7FFF0000
 RET_ERRNO = 0x00050000
 EPERM, ENOSYS = 1, 38
 CLONE_THREAD = 0x00010000
-ARCHES = {  # AUDIT_ARCH, syscall numbers to refuse outright, clone, clone3
-    "x86_64": (0xC000003E, {57: EPERM, 58: EPERM, 59: EPERM, 322: EPERM}, 56, 435),  # fork vfork execve execveat
-    "aarch64": (0xC00000B7, {221: EPERM, 281: EPERM}, 220, 435),  # execve execveat
+X32_BIT = 0x40000000
+F_SETOWN, F_SETSIG, F_SETOWN_EX = 8, 10, 15  # fcntl commands that direct SIGIO/SIGURG at a process
+FIOSETOWN, SIOCSPGRP = 0x8901, 0x8902  # their ioctl twins
+
+# Per architecture: AUDIT_ARCH, whether x32 numbers exist, and the system calls by name.
+ARCHES = {
+    "x86_64": (0xC000003E, True, {
+        "fork": 57, "vfork": 58, "execve": 59, "execveat": 322, "clone": 56, "clone3": 435,
+        "kill": 62, "tkill": 200, "tgkill": 234, "rt_sigqueueinfo": 129, "rt_tgsigqueueinfo": 297,
+        "pidfd_send_signal": 424, "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311,
+        "fcntl": 72, "ioctl": 16}),
+    "aarch64": (0xC00000B7, False, {
+        "execve": 221, "execveat": 281, "clone": 220, "clone3": 435,
+        "kill": 129, "tkill": 130, "tgkill": 131, "rt_sigqueueinfo": 138, "rt_tgsigqueueinfo": 240,
+        "pidfd_send_signal": 424, "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271,
+        "fcntl": 25, "ioctl": 29}),
 }
+_LD, _JEQ, _JSET, _JGE, _RET = 0x20, 0x15, 0x45, 0x35, 0x06
+_ARCH, _NR = 4, 0
 
 
-def _bpf(code: int, jt: int, jf: int, k: int) -> bytes:
-    return struct.pack("HBBI", code, jt, jf, k)
+def _arg(i: int) -> int:
+    return 16 + 8 * i  # low 32 bits of argument i (little-endian); the kernel reads int arguments from them
 
 
-def no_new_processes() -> bool:
-    arch = ARCHES.get(platform.machine())
-    if arch is None or not hasattr(os, "fork"):
-        return False
-    audit, refuse, clone, clone3 = arch
-    LD, JEQ, JSET, RET = 0x20, 0x15, 0x45, 0x06
-    prog = [_bpf(LD, 0, 0, 4), _bpf(JEQ, 1, 0, audit), _bpf(RET, 0, 0, RET_ALLOW), _bpf(LD, 0, 0, 0)]
-    for nr, err in refuse.items():
-        prog += [_bpf(JEQ, 0, 1, nr), _bpf(RET, 0, 0, RET_ERRNO | err)]
-    prog += [_bpf(JEQ, 0, 1, clone3), _bpf(RET, 0, 0, RET_ERRNO | ENOSYS)]  # glibc falls back to clone
-    prog += [_bpf(JEQ, 0, 3, clone), _bpf(LD, 0, 0, 16), _bpf(JSET, 1, 0, CLONE_THREAD),
-             _bpf(RET, 0, 0, RET_ERRNO | EPERM)]
-    prog += [_bpf(RET, 0, 0, RET_ALLOW)]
-    filt = ctypes.create_string_buffer(b"".join(prog))
+class _Prog:
+    """A tiny BPF assembler: ``jeq(k, label)`` jumps to a label when A == k, else falls through."""
 
+    def __init__(self):
+        self.ops: list[tuple] = []
+
+    def ld(self, off):
+        self.ops.append(("ld", off))
+
+    def jeq(self, k, label):
+        self.ops.append(("jeq", k, label))
+
+    def jge(self, k, label):
+        self.ops.append(("jge", k, label))
+
+    def jset(self, k, label):
+        self.ops.append(("jset", k, label))
+
+    def ret(self, k):
+        self.ops.append(("ret", k))
+
+    def label(self, name):
+        self.ops.append(("label", name))
+
+    def assemble(self) -> bytes:
+        where, n = {}, 0
+        for op in self.ops:
+            if op[0] == "label":
+                where[op[1]] = n
+            else:
+                n += 1
+        out, pc = [], 0
+        for op in self.ops:
+            kind = op[0]
+            if kind == "label":
+                continue
+            if kind == "ld":
+                out.append(struct.pack("HBBI", _LD, 0, 0, op[1]))
+            elif kind == "ret":
+                out.append(struct.pack("HBBI", _RET, 0, 0, op[1]))
+            else:
+                code = {"jeq": _JEQ, "jge": _JGE, "jset": _JSET}[kind]
+                jt = where[op[2]] - pc - 1
+                if not 0 <= jt < 256:
+                    raise ValueError("seccomp jump out of range")
+                out.append(struct.pack("HBBI", code, jt, 0, op[1] & 0xFFFFFFFF))
+            pc += 1
+        return b"".join(out)
+
+
+def _load(prog: bytes) -> bool:
     class SockFprog(ctypes.Structure):
         _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
-    fprog = SockFprog(len(prog), ctypes.cast(filt, ctypes.c_void_p))
+    buf = ctypes.create_string_buffer(prog)
+    fprog = SockFprog(len(prog) // 8, ctypes.cast(buf, ctypes.c_void_p))
     libc = _syscall()
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         return False
     return libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) == 0
 
 
+def seccomp_program(machine: str, pid: int, threads: bool) -> bytes | None:
+    """The filter for this architecture, or None where we have no syscall table for it.
+
+    ``pid`` is the worker's own pid (signals may go there only); ``threads`` whether
+    clone(CLONE_THREAD) is still allowed.
+    """
+    arch = ARCHES.get(machine)
+    if arch is None:
+        return None
+    audit, has_x32, nr = arch
+    p = _Prog()
+    p.ld(_ARCH)
+    p.jeq(audit, "native")
+    p.ret(RET_KILL_PROCESS)  # int 0x80 on x86_64, or any other foreign entry point
+    p.label("native")
+    p.ld(_NR)
+    if has_x32:
+        p.jge(X32_BIT, "kill")
+    for name in ("fork", "vfork", "execve", "execveat", "tkill", "pidfd_send_signal", "ptrace",
+                 "process_vm_readv", "process_vm_writev"):
+        if name in nr:
+            p.jeq(nr[name], "eperm")
+    p.jeq(nr["clone3"], "enosys")  # glibc then falls back to clone, which we can inspect
+    p.jeq(nr["clone"], "clone")
+    p.jeq(nr["kill"], "kill_pid")
+    for name in ("tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo"):
+        p.jeq(nr[name], "own_pid")
+    p.jeq(nr["fcntl"], "fcntl")
+    p.jeq(nr["ioctl"], "ioctl")
+    p.ret(RET_ALLOW)
+
+    p.label("clone")
+    p.ld(_arg(0))
+    p.jset(CLONE_THREAD, "thread")
+    p.ret(RET_ERRNO | EPERM)
+    p.label("thread")
+    p.ret(RET_ALLOW if threads else RET_ERRNO | EPERM)
+
+    p.label("kill_pid")  # kill(pid), kill(0) and kill(-pid): itself or its own process group
+    p.ld(_arg(0))
+    p.jeq(0, "allow")
+    p.jeq(-pid, "allow")
+    p.label("own_pid")
+    p.ld(_arg(0))
+    p.jeq(pid, "allow")
+    p.ret(RET_ERRNO | EPERM)
+
+    p.label("fcntl")
+    p.ld(_arg(1))
+    for cmd in (F_SETOWN, F_SETSIG, F_SETOWN_EX):
+        p.jeq(cmd, "eperm")
+    p.ret(RET_ALLOW)
+    p.label("ioctl")
+    p.ld(_arg(1))
+    for cmd in (FIOSETOWN, SIOCSPGRP):
+        p.jeq(cmd, "eperm")
+    p.ret(RET_ALLOW)
+
+    p.label("allow")
+    p.ret(RET_ALLOW)
+    p.label("eperm")
+    p.ret(RET_ERRNO | EPERM)
+    p.label("enosys")
+    p.ret(RET_ERRNO | ENOSYS)
+    p.label("kill")
+    p.ret(RET_KILL_PROCESS)
+    return p.assemble()
+
+
+def seccomp(threads: bool = False) -> bool:
+    """No new processes (nor threads unless ``threads``), no foreign syscall ABIs, signals to itself only."""
+    if not hasattr(os, "fork") or platform.system() != "Linux":
+        return False
+    prog = seccomp_program(platform.machine(), os.getpid(), threads)
+    return prog is not None and _load(prog)
+
+
 # -- Landlock ------------------------------------------------------------------------------
 SYS_CREATE, SYS_ADD, SYS_RESTRICT = 444, 445, 446
-READ = (1 << 0) | (1 << 2) | (1 << 3)  # execute, read file, read dir
-FILE_RIGHTS = (1 << 0) | (1 << 1) | (1 << 2) | (1 << 14) | (1 << 15)  # rights that apply to a file
+EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+TRUNCATE, IOCTL_DEV = 1 << 14, 1 << 15
+READ = EXECUTE | READ_FILE | READ_DIR
+FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV  # rights that apply to a file
+SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
+
+# Devices the worker may use: the harmless ones, shared memory, and the GPU's (CUDA may open
+# them at any time). Nothing else under /dev: no terminal, no /dev/pts, no /dev/tty.
+DEVICES_RW = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+DEVICES_GPU_PREFIXES = ("nvidia",)
+DEVICES_GPU_DIRS = ("/dev/dri", "/dev/nvidia-caps")
 
 
 def _abi() -> int:
     if platform.system() != "Linux":
         return 0
-    libc = _syscall()
-    libc.syscall.restype = ctypes.c_long
-    v = libc.syscall(SYS_CREATE, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+    v = _syscall().syscall(SYS_CREATE, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
     return int(v) if v > 0 else 0
 
 
@@ -94,14 +238,22 @@ def _handled(abi: int) -> int:
     if abi >= 2:
         rights |= 1 << 13  # refer
     if abi >= 3:
-        rights |= 1 << 14  # truncate
+        rights |= TRUNCATE
     if abi >= 5:
-        rights |= 1 << 15  # ioctl on devices
+        rights |= IOCTL_DEV
     return rights
 
 
-def allow_list(protected: list[str]) -> list[str]:
-    """Paths to allow so that everything is readable except the protected trees."""
+def _under(path: str, top: str) -> bool:
+    return path == top or path.startswith(top.rstrip("/") + "/")
+
+
+def allow_list(protected: list[str], fenced: tuple[str, ...] = ("/dev",)) -> list[str]:
+    """Paths to allow so that everything is readable except the protected trees and ``fenced`` ones.
+
+    Only real directories are walked and symlinks are never allowed: a symlink's target is
+    reached (and allowed, or not) under its own real path.
+    """
     protected = [os.path.realpath(p) for p in protected if p]
     allowed: list[str] = []
 
@@ -112,10 +264,15 @@ def allow_list(protected: list[str]) -> list[str]:
             return
         for name in entries:
             p = os.path.join(d, name)
-            real = os.path.realpath(p)
-            if any(real == q or real.startswith(q.rstrip("/") + "/") for q in protected):
-                continue  # a protected tree, or a symlink into one
-            if any(q.startswith(real.rstrip("/") + "/") for q in protected) and os.path.isdir(real) and real == p:
+            try:
+                st = os.lstat(p)
+            except OSError:
+                continue
+            if stat.S_ISLNK(st.st_mode) or p in fenced:
+                continue
+            if any(_under(p, q) for q in protected):
+                continue  # a protected tree
+            if stat.S_ISDIR(st.st_mode) and any(_under(q, p) for q in protected):
                 walk(p)  # leads to a protected tree: descend and allow its other branches
             else:
                 allowed.append(p)
@@ -124,25 +281,48 @@ def allow_list(protected: list[str]) -> list[str]:
     return allowed
 
 
-def restrict_filesystem(protected: list[str], readable: list[str], writable: list[str]) -> bool:
-    """Read everywhere but ``protected`` (``readable`` files are allowed even inside it); write only in ``writable``."""
+def devices() -> list[tuple[str, int]]:
+    """The device rules: (path, rights)."""
+    rules = [(d, READ_FILE | WRITE_FILE) for d in DEVICES_RW]
+    rules.append(("/dev/shm", -1))  # -1: every right (a scratch directory)
+    gpu = READ_FILE | WRITE_FILE | IOCTL_DEV
+    try:
+        names = os.listdir("/dev")
+    except OSError:
+        names = []
+    rules += [(os.path.join("/dev", n), gpu) for n in sorted(names) if n.startswith(DEVICES_GPU_PREFIXES)]
+    rules += [(d, gpu | READ_DIR) for d in DEVICES_GPU_DIRS]
+    return rules
+
+
+def restrict_filesystem(protected: list[str], readable: list[str], writable: list[str]) -> int:
+    """Read everywhere but ``protected`` (``readable`` paths are allowed even inside it); write only in
+    ``writable``; the devices of ``devices()`` only. Returns the Landlock ABI in force, 0 if none.
+
+    From ABI 6 on, the worker also may not signal processes outside its domain (the grader) nor
+    connect to their abstract unix sockets.
+    """
     abi = _abi()
     if abi < 1:
-        return False
+        return 0
     libc = _syscall()
     handled = _handled(abi)
-    attr = struct.pack("Q", handled)
+    scoped = SCOPE_SIGNAL | SCOPE_ABSTRACT_UNIX_SOCKET if abi >= 6 else 0
+    attr = struct.pack("QQQ", handled, 0, scoped) if abi >= 6 else struct.pack("Q", handled)
     ruleset = libc.syscall(SYS_CREATE, ctypes.c_char_p(attr), ctypes.c_size_t(len(attr)), ctypes.c_uint32(0))
     if ruleset < 0:
-        return False
+        return 0
 
     def add(path: str, rights: int) -> None:
-        try:
-            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        try:  # O_NOFOLLOW: a rule never lands on a symlink's target
+            fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
         except OSError:
             return
         try:
-            if not os.path.isdir(path):
+            st = os.fstat(fd)
+            if stat.S_ISLNK(st.st_mode):
+                return
+            if not stat.S_ISDIR(st.st_mode):
                 rights &= FILE_RIGHTS
             rule = struct.pack("=Qi", rights & handled, fd)
             libc.syscall(SYS_ADD, ctypes.c_int(ruleset), ctypes.c_int(1), ctypes.c_char_p(rule), ctypes.c_uint32(0))
@@ -151,13 +331,15 @@ def restrict_filesystem(protected: list[str], readable: list[str], writable: lis
 
     try:
         for p in allow_list(protected):
-            add(p, READ | ((1 << 1) | (1 << 15) if p == "/dev" else 0))
-        for p in readable:
             add(p, READ)
+        for p, rights in devices():
+            add(p, handled if rights == -1 else rights)
+        for p in readable:
+            add(os.path.realpath(p), READ)
         for p in writable:
-            add(p, handled)
+            add(os.path.realpath(p), handled)
         if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-            return False
-        return libc.syscall(SYS_RESTRICT, ctypes.c_int(ruleset), ctypes.c_uint32(0)) == 0
+            return 0
+        return abi if libc.syscall(SYS_RESTRICT, ctypes.c_int(ruleset), ctypes.c_uint32(0)) == 0 else 0
     finally:
         os.close(ruleset)

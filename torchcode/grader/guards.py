@@ -1,46 +1,78 @@
 """Guards that watch the learner's code while it runs (inside the worker).
 
-- Forbidden calls: a torch function mode sees every torch function however it was
-  imported or aliased; a torch dispatch mode underneath sees the fused aten kernels
-  (``torch.ops.aten...`` included). Layered, so one alias that skips a layer is
-  still caught by the other.
-- Escape hatches that switch those modes off, or reach into the grader, are found
-  by reading the source (``scan_source``) before anything runs.
-- Memory: the dispatch mode records the largest storage any op allocated, so a
-  problem can forbid the full S x S score matrix.
+- Forbidden calls, in layers: the aten kernels behind each forbidden name (every overload,
+  composite ones like ``aten.scaled_dot_product_attention`` and ``aten.repeat_interleave``
+  included) are replaced, in the worker only, by kernels that refuse (``ban_kernels``): that
+  holds on every thread and for every way in (aliases, ``torch.ops``, TorchScript, vmap). On
+  top, a torch function mode sees every torch function and ``torch.ops`` call however it was
+  imported or aliased, and a torch dispatch mode underneath sees the aten kernels.
+- Escape hatches that switch those modes off, or reach into the grader, are found by reading
+  the source (``scan_source``) before anything runs; after each call the guard checks that its
+  modes and kernels are still in place (a change is reported as tampering).
+- Memory: the dispatch mode records the largest storage any op allocated, so a problem can
+  forbid the full S x S score matrix.
 
-Each finding is recorded here and reported to the trusted side; a learner who
-catches our exception still gets the verdict.
+Each finding is sent to the trusted side at once (``report``), where the learner's code can no
+longer take it back; a learner who catches our exception still gets the verdict.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
+import warnings
 
 import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-# aten kernels behind a forbidden Python call (name prefixes after "aten.")
+SDPA = "torch.nn.functional.scaled_dot_product_attention"
+MHA = ("torch.nn.MultiheadAttention", "torch.nn.functional.multi_head_attention_forward")
+# aten kernels behind a forbidden Python call (name prefixes after "aten::"), besides the op
+# named like the call itself (torch.repeat_interleave -> aten::repeat_interleave.*)
 FUSED_ATEN = {
-    "torch.nn.functional.scaled_dot_product_attention": ("_scaled_dot_product", "scaled_dot_product_attention"),
-    "torch.nn.MultiheadAttention": ("_native_multi_head_attention",),
-    "torch.nn.functional.multi_head_attention_forward": ("_native_multi_head_attention",),
+    SDPA: ("scaled_dot_product_attention", "_scaled_dot_product_", "_flash_attention_", "_efficient_attention_",
+           "_cudnn_attention_", "_triton_scaled_dot_attention"),
+    **{name: ("_native_multi_head_attention", "_triton_multi_head_attention", "_transformer_encoder_layer_fwd")
+       for name in MHA},
 }
+# Dispatch keys whose kernels are replaced (where the op has one): composite kernels, vmap's
+# decompositions and rules, the backends and autograd.
+BAN_KEYS = ("CompositeImplicitAutograd", "FuncTorchBatchedDecomposition", "FuncTorchVmapMode", "FuncTorchBatched",
+            "CompositeExplicitAutograd",
+            "CompositeExplicitAutogradNonFunctional", "Autograd", "CPU", "CUDA", "NestedTensorCPU",
+            "NestedTensorCUDA", "AutogradNestedTensor")
 
 # Names whose mere use in a submission means switching guards off or reading the grader.
+_OFF = "switches off torch function modes (the grader's call guard)"
+_POP = "removes or replaces the grader's guard modes"
+_DISPATCH = "switches off torch dispatch modes (the grader's guards)"
+_FRAMES = "reaches into the grader's frames or memory"
 ESCAPE_HATCHES = {
-    "DisableTorchFunction": "switches off torch function modes (the grader's call guard)",
-    "DisableTorchFunctionSubclass": "switches off torch function modes (the grader's call guard)",
-    "_DisableTorchDispatch": "switches off torch dispatch modes (the grader's guards)",
+    "DisableTorchFunction": _OFF,
+    "DisableTorchFunctionSubclass": _OFF,
     "_disabled_torch_function_impl": "switches off torch function handling",
-    "_pop_mode": "removes the grader's guard modes",
-    "_pop_torch_function_stack": "removes the grader's guard modes",
-    "_pop_torch_dispatch_stack": "removes the grader's guard modes",
-    "_unset_dispatch_mode": "removes the grader's guard modes",
-    "_set_torch_function_mode": "replaces the grader's guard modes",
+    "_DisableTorchDispatch": _DISPATCH,
+    "_ExcludeDispatchKeyGuard": _DISPATCH,
+    "_disable_current_modes": _DISPATCH,
+    "_pop_mode": _POP,
+    "_pop_mode_temporarily": _POP,
+    "_pop_torch_function_stack": _POP,
+    "_pop_torch_dispatch_stack": _POP,
+    "_unset_dispatch_mode": _POP,
+    "_set_torch_function_mode": _POP,
+    "_destroy": "removes the grader's kernel guards",
+    "_getframe": _FRAMES,
+    "currentframe": _FRAMES,
+    "f_back": _FRAMES,
+    "f_globals": _FRAMES,
+    "f_locals": _FRAMES,
+    "tb_frame": _FRAMES,
+    "get_objects": _FRAMES,
+    "get_referrers": _FRAMES,
+    "get_referents": _FRAMES,
     "torchcode": "reaches into the grader and its reference solutions",
 }
 
@@ -51,6 +83,118 @@ class ForbiddenCall(BaseException):
 
 class TooLarge(BaseException):
     pass
+
+
+_ACTIVE: list["Guard"] = []  # the guard of the call running now (one thread: the worker allows no other)
+_REPORT = [lambda **note: None]  # sends a note to the trusted side (set by the worker)
+_BANNED: dict[str, list[str]] = {}  # "aten::op.overload" -> the dispatch keys whose kernel refuses
+_LIBRARY: list = []
+
+
+def set_reporter(report) -> None:
+    _REPORT[0] = report
+
+
+def _violation(name: str):
+    if _ACTIVE:
+        _ACTIVE[-1].forbid(name)  # records, reports, raises
+    _REPORT[0](forbidden=name)
+    raise ForbiddenCall(f"{name} is forbidden in this problem")
+
+
+@functools.lru_cache(maxsize=None)
+def _aten_index() -> dict[str, tuple[str, ...]]:
+    """aten operator base name -> its overloads ("aten::x.y"), from the dispatcher's registry."""
+    try:
+        names = torch._C._dispatch_get_all_op_names()
+    except (AttributeError, RuntimeError):
+        return {}
+    index: dict[str, list[str]] = {}
+    for op in names:
+        if op.startswith("aten::"):
+            index.setdefault(op[6:].split(".")[0], []).append(op)
+    return {k: tuple(sorted(v)) for k, v in index.items()}
+
+
+@functools.lru_cache(maxsize=None)
+def aten_ops(name: str) -> tuple[str, ...]:
+    """Every aten operator overload behind the forbidden Python name ``name``."""
+    index = _aten_index()
+    last, prefixes = name.rsplit(".", 1)[-1], FUSED_ATEN.get(name, ())
+    return tuple(op for base, ops in sorted(index.items()) if base == last or (prefixes and base.startswith(prefixes))
+                 for op in ops)
+
+
+@functools.lru_cache(maxsize=None)
+def _kernel_keys(op: str) -> tuple[str, ...]:
+    keys = []
+    for key in BAN_KEYS:
+        try:
+            if torch._C._dispatch_has_kernel_for_dispatch_key(op, key):
+                keys.append(key)
+        except (RuntimeError, AttributeError):
+            pass
+    return tuple(keys)
+
+
+def warm() -> None:
+    """Fill the caches above (in the zygote, so that every worker inherits them)."""
+    for name in FUSED_ATEN:
+        for op in aten_ops(name):
+            _kernel_keys(op)
+
+
+def ban_kernels(forbidden: list[str]) -> int:
+    """Replace, in this process, every kernel behind the forbidden names by one that refuses.
+
+    Only ever called in the worker (the reference runs elsewhere). Returns how many kernels."""
+    ops = {}
+    for name in forbidden:
+        for op in aten_ops(name):
+            ops.setdefault(op, name)
+    if not ops:
+        return 0
+    try:
+        lib = torch.library.Library("aten", "IMPL")
+    except (AttributeError, RuntimeError):
+        return 0
+    _LIBRARY.append(lib)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "overriding a previously registered kernel": that is the point
+        for op, name in ops.items():
+            for key in _kernel_keys(op):
+                try:
+                    lib.impl(op[6:], _refuse(name), key)
+                except (RuntimeError, ValueError):
+                    continue
+                _BANNED.setdefault(op, []).append(key)
+    return sum(map(len, _BANNED.values()))
+
+
+def _refuse(name: str):
+    def kernel(*args, **kwargs):
+        _violation(name)
+
+    return kernel
+
+
+def _kernels_intact() -> bool:
+    """Our refusing kernels are still the ones the dispatcher runs."""
+    if not _BANNED:
+        return True
+    if not _LIBRARY or getattr(_LIBRARY[0], "m", None) is None:
+        return False
+    mine = "registered at " + __file__.rsplit(".", 1)[0]
+    for op, keys in _BANNED.items():
+        try:
+            lines = torch._C._dispatch_dump(op).splitlines()
+        except RuntimeError:
+            return False
+        for key in keys:
+            active = next((ln for ln in lines if ln.startswith((key + ":", key + "[alias]:"))), "")
+            if mine not in active:
+                return False
+    return True
 
 
 def resolve(dotted: str):
@@ -70,8 +214,20 @@ def resolve(dotted: str):
     return None
 
 
+@functools.lru_cache(maxsize=8)
+def _ops_of(forbidden: tuple[str, ...]) -> dict[str, str]:
+    """aten op names, with and without overload ("aten::x.y" and "aten::x"), -> forbidden name."""
+    out = {}
+    for name in forbidden:
+        for op in aten_ops(name):
+            out[op] = name
+            out[op.split(".")[0]] = name
+    return out
+
+
 class Guard:
-    """Context manager for one call of learner code. Findings accumulate on the instance."""
+    """Context manager for one call of learner code. Findings accumulate on the instance and are
+    reported (``report``) as they happen."""
 
     def __init__(self, forbidden: list[str], max_elements: int | None = None):
         self.forbidden = forbidden
@@ -83,18 +239,21 @@ class Guard:
                 self.classes.append((name, obj))
             elif obj is not None:
                 self.by_id[id(obj)] = name
-        self.aten = [(pre, name) for name in forbidden for pre in FUSED_ATEN.get(name, ())]
+        self.ops = _ops_of(tuple(forbidden))
         self.max_elements = max_elements
         self.violations: list[str] = []
+        self.tampered = ""
         self.largest = 0
         self.largest_bytes = 0
         self.largest_shape: list[int] = []
         self._modes = None
+        self._depth = (0, 0)
 
     # -- recording -----------------------------------------------------------------
     def forbid(self, name: str):
         if name not in self.violations:
             self.violations.append(name)
+            _REPORT[0](forbidden=name)
         raise ForbiddenCall(f"{name} is forbidden in this problem")
 
     def check_modules(self, module) -> None:
@@ -113,6 +272,8 @@ class Guard:
                 except (RuntimeError, NotImplementedError):
                     n = t.numel()
                 if n > self.largest:
+                    if self.max_elements is not None and self.largest < self.max_elements <= n:
+                        _REPORT[0](too_large=n, shape=list(t.shape))
                     self.largest, self.largest_shape = n, list(t.shape)
                 self.largest_bytes = max(self.largest_bytes, n * t.element_size())
 
@@ -121,13 +282,58 @@ class Guard:
         self._modes = [_CallGuard(self), _KernelGuard(self)]
         for m in self._modes:
             m.__enter__()
+        self._depth = _stack_depths()
+        _ACTIVE.append(self)
         return self
 
     def __exit__(self, *exc):
+        why = self._tampering()
+        if _ACTIVE and _ACTIVE[-1] is self:
+            _ACTIVE.pop()
         for m in reversed(self._modes):
-            m.__exit__(None, None, None)
+            try:
+                m.__exit__(None, None, None)
+            except Exception:  # noqa: BLE001 - a tampered stack: the verdict says so below
+                why = why or "the grader's guard modes were removed"
         self._modes = None
+        if why:
+            self.tampered = why
+            _REPORT[0](tamper=why)
+            raise ForbiddenCall(why)
         return False
+
+    def _tampering(self) -> str:
+        """Why the guard is no longer what it was when the call began ('' if intact)."""
+        C = torch._C
+        try:
+            if not C._is_torch_function_enabled():
+                return "torch function handling was left switched off"
+            if _stack_depths() != self._depth:
+                return "the grader's guard modes were removed or replaced"
+            if C._get_function_stack_at(self._depth[0] - 1) is not self._modes[0]:
+                return "the grader's call guard was replaced"
+            if C._get_dispatch_stack_at(self._depth[1] - 1) is not self._modes[1]:
+                return "the grader's kernel guard was replaced"
+            if C._dispatch_tls_is_dispatch_key_excluded(C.DispatchKey.Python):
+                return "torch dispatch modes were left switched off"
+        except (AttributeError, RuntimeError, IndexError):
+            pass  # an older torch without these introspection functions
+        if _BANNED and (not _LIBRARY or getattr(_LIBRARY[0], "m", None) is None):
+            return "the forbidden kernels were restored"
+        return ""
+
+    def check_kernels(self) -> None:
+        """The thorough check of the kernel bans (a few ms: once per case, not per call)."""
+        if not self.tampered and not _kernels_intact():
+            self.tampered = "the forbidden kernels were restored"
+            _REPORT[0](tamper=self.tampered)
+
+
+def _stack_depths() -> tuple[int, int]:
+    try:
+        return torch._C._len_torch_function_stack(), torch._C._len_torch_dispatch_stack()
+    except AttributeError:
+        return (0, 0)
 
 
 class _CallGuard(TorchFunctionMode):
@@ -136,9 +342,12 @@ class _CallGuard(TorchFunctionMode):
         self.guard = guard
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        name = self.guard.by_id.get(id(func))
+        guard = self.guard
+        name = guard.by_id.get(id(func))
+        if name is None and isinstance(func, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+            name = guard.ops.get(_op_name(func))
         if name is not None:
-            self.guard.forbid(name)
+            guard.forbid(name)
         return func(*args, **(kwargs or {}))
 
 
@@ -153,14 +362,21 @@ class _KernelGuard(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         guard = self.guard
-        if guard.aten:
-            op = func.overloadpacket.__name__ if hasattr(func, "overloadpacket") else str(func)
-            for prefix, name in guard.aten:
-                if op.startswith(prefix):
-                    guard.forbid(name)
+        if guard.ops:
+            name = guard.ops.get(_op_name(func))
+            if name is not None:
+                guard.forbid(name)
         out = func(*args, **(kwargs or {}))
         guard._record(out, tree_leaves((args, kwargs or {})))
         return out
+
+
+def _op_name(func) -> str:
+    """'aten::x.overload' for an OpOverload, 'aten::x' for a packet."""
+    try:
+        return func.name() if isinstance(func, torch._ops.OpOverload) else func._qualified_op_name
+    except AttributeError:
+        return ""
 
 
 def _storage_ptr(t: torch.Tensor) -> int:

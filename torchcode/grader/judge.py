@@ -11,24 +11,28 @@ import functools
 import hashlib
 import random
 import secrets
+import sys
 import tempfile
 import time
 from pathlib import Path
 
+import torch
+
 from torchcode.catalog.spec import ProblemSpec
 from torchcode.errors import GraderError, UsageError
 from torchcode.grader import cases as caseapi
-from torchcode.grader import protocol
+from torchcode.grader import execute, protocol
 from torchcode.grader.limits import Limits
 from torchcode.grader.problem import Problem
 from torchcode.grader.result import CaseResult, Report, Verdict, overall
 from torchcode.grader.sandbox import WorkerProcess, Zygote
-from torchcode.grader.verdict import error_result
+from torchcode.grader.verdict import clean_error, error_result, malformed, number
 
 __all__ = ["Grader", "Limits", "Problem", "grade_file", "resolve_device", "default_dtypes", "protected_paths"]
 
 OUTPUT_SHOWN = 4000
 SDPA = "torch.nn.functional.scaled_dot_product_attention"  # where a problem allows it, the worker warms it up
+LOAD_REPLY = protocol.Budget(header=1 << 20)  # an import's reply carries no tensors
 
 
 # -- the public entry points ------------------------------------------------------------------------------
@@ -69,7 +73,7 @@ class Grader:
         """
         lim = self.limits
         (tmp / "cwd").mkdir()
-        config = {"log": str(tmp / "output.txt"), "cwd": str(tmp / "cwd"), "memory_mb": lim.memory_mb,
+        config = {"tmp": str(tmp), "log": str(tmp / "output.txt"), "cwd": str(tmp / "cwd"), "memory_mb": lim.memory_mb,
                   "device": lim.device, "output_bytes": lim.output_bytes, "threads": lim.threads,
                   "path": str(path), "confine": lim.confine, "protected": protected_paths(spec),
                   "dtypes": list(dtypes), "sdpa": SDPA not in spec.forbidden, "device_init": lim.device_init}
@@ -78,10 +82,12 @@ class Grader:
         except OSError as e:
             raise GraderError(f"cannot start a worker process ({e})") from None
 
-    def _started(self, worker: WorkerProcess) -> None:
-        """Wait for the worker's first message; a worker that did not start is a GraderError, not a verdict."""
+    def _started(self, worker: WorkerProcess) -> dict:
+        """Read the worker's first message, sent before any learner code ran: what confinement is in force.
+        A worker that did not start is a GraderError, never a verdict."""
+        notes = protocol.Notes()
         try:
-            reply, _ = worker.receive(self.limits.load_limit)
+            reply, _ = worker.receive_first(self.limits.load_limit, LOAD_REPLY, notes)
         except protocol.Timeout:
             raise GraderError(f"the worker process did not get ready within {self.limits.load_limit:g} s "
                               f"(initialising the {self.limits.device} device)") from None
@@ -89,9 +95,10 @@ class Grader:
             worker.kill()
             info = worker.finish()
             raise GraderError(f"the worker process {info.describe()} before your file was loaded") from None
-        if reply.get("op") != "ready":
+        if notes.ready is None:
             cpu = " (`--device cpu` grades on the CPU instead)" if self.limits.device == "cuda" else ""
-            raise GraderError(str(reply.get("message") or "the worker process did not start") + cpu)
+            raise GraderError(str(reply.get("message") or "the worker process did not start")[:2000] + cpu)
+        return _confined(notes.ready.get("confined"))
 
     def _send_load(self, worker: WorkerProcess, spec: ProblemSpec, path: Path) -> None:
         e, calling = spec.entry, self.problem(spec).calling
@@ -108,9 +115,14 @@ class Grader:
             try:
                 self._started(worker)
                 self._send_load(worker, spec, path)
-                reply, _ = worker.receive(self.limits.load_limit)
-                if "error" in reply:
-                    raise UsageError(f"{path} could not be loaded: {reply['error'].get('message', '')}")
+                notes = protocol.Notes()
+                try:
+                    reply, _ = worker.receive(self.limits.load_limit, LOAD_REPLY, notes)
+                    error = clean_error(reply["error"]) if "error" in reply else None
+                except (protocol.Timeout, protocol.PeerClosed, protocol.ProtocolError) as e:
+                    raise UsageError(f"{path} could not be loaded: {type(e).__name__} {e}") from None
+                if error or notes.forbidden or notes.tamper:
+                    raise UsageError(f"{path} could not be loaded: {error['message'] if error else 'forbidden call'}")
                 yield worker
             finally:
                 worker.kill()
@@ -156,29 +168,31 @@ class Grader:
         self._send_load(worker, spec, path)
         # overlaps the worker's start
         first = problem.prepare(defs[order[0]][0], seed, defs[order[0]][1], lim.device) if defs else None
-        self._started(worker)
-        t_load = time.perf_counter()
+
+        def not_run(verdict: Verdict, message: str, traceback: str = "") -> None:
+            report.verdict, report.message, report.traceback = verdict, message, traceback
+            report.cases = [CaseResult(d.name, Verdict.NOT_RUN, targets=d.targets) for d, _ in defs]
+
+        report.limits["confined"] = self._started(worker)
+        notes = protocol.Notes()
+        load_limit = min(lim.load_limit, lim.total_limit)
         try:
-            reply, _ = worker.receive(lim.load_limit)
+            reply, _ = worker.receive(load_limit, LOAD_REPLY, notes)
         except protocol.Timeout:
-            report.verdict = Verdict.TIME_LIMIT
-            report.message = f"importing your file took longer than {lim.load_limit:g} s: is there a loop or a long computation at the top level?"
-            report.cases = [CaseResult(d.name, Verdict.NOT_RUN, targets=d.targets) for d, _ in defs]
-            return
-        except (protocol.PeerClosed, protocol.ProtocolError):
-            report.verdict = Verdict.CRASHED
-            report.message = "your code's process {exit} while your file was being imported (sys.exit, os._exit or a crash at the top level?)"
-            report.cases = [CaseResult(d.name, Verdict.NOT_RUN, targets=d.targets) for d, _ in defs]
-            return
-        report.load_seconds = float(reply.get("seconds", time.perf_counter() - t_load) or 0.0)
-        if isinstance(reply.get("confined"), dict):
-            report.limits["confined"] = {str(k): bool(v) for k, v in reply["confined"].items()}
-        if "error" in reply:
-            r = error_result(CaseResult("import", Verdict.RUNTIME_ERROR), reply["error"])
-            report.verdict, report.message = r.verdict, r.message
-            report.cases = [CaseResult(d.name, Verdict.NOT_RUN, targets=d.targets) for d, _ in defs]
-            report.traceback = r.traceback
-            return
+            return not_run(Verdict.TIME_LIMIT, f"importing your file took longer than {load_limit:g} s: is there "
+                                               "a loop or a long computation at the top level?")
+        except protocol.PeerClosed:
+            return not_run(Verdict.CRASHED, "your code's process {exit} while your file was being imported "
+                                            "(sys.exit, os._exit or a crash at the top level?)")
+        except protocol.ProtocolError as e:
+            return not_run(Verdict.CRASHED, malformed(e))
+        if notes.forbidden or notes.tamper or "error" in reply:
+            r = judge_import(reply, notes)
+            return not_run(r.verdict, r.message, r.traceback)
+        try:
+            report.load_seconds = float(number(reply.get("seconds", 0.0), "time"))
+        except protocol.ProtocolError as e:
+            return not_run(Verdict.CRASHED, malformed(e))
         clock = [0.0]  # seconds the worker spent on cases: the whole-check limit charges nothing else
         results: dict[int, CaseResult] = {}
         preps: dict = {}
@@ -223,8 +237,9 @@ class Grader:
                 if again else f"{per_case:g} s, the time limit per case")
                if budget < left else f"{lim.total_limit:g} s, the time limit for the whole check")
         t = time.perf_counter()
+        notes = protocol.Notes()
         try:
-            reply, tensors = self._send_case(worker, prep, budget)
+            reply, tensors = self._send_case(worker, prep, budget, notes)
             took = time.perf_counter() - t
             if again and took > per_case:
                 clock[0] += took
@@ -235,7 +250,8 @@ class Grader:
                        f"took {took:.1f} s)" if budget < left else
                        f"{lim.total_limit:g} s, the time limit for the whole check")
                 t = time.perf_counter()
-                reply, tensors = self._send_case(worker, prep, budget)
+                notes = protocol.Notes()
+                reply, tensors = self._send_case(worker, prep, budget, notes)
             clock[0] += time.perf_counter() - t
         except protocol.Timeout:
             worker.kill()
@@ -243,13 +259,21 @@ class Grader:
                                message=f"still running after {why}: look for an endless loop, "
                                        "or a Python loop over every element"),
                     "an earlier case hit the time limit")
-        except (protocol.PeerClosed, protocol.ProtocolError, BrokenPipeError, ConnectionResetError):
+        except protocol.ProtocolError as e:
+            worker.kill()  # the stream is out of step: nothing more it says can be trusted
+            return (CaseResult(c.name, Verdict.CRASHED, targets=c.targets, seconds=time.perf_counter() - t,
+                               message=malformed(e)), "an earlier case sent back a malformed result")
+        except (protocol.PeerClosed, BrokenPipeError, ConnectionResetError):
             return (CaseResult(c.name, Verdict.CRASHED, targets=c.targets, seconds=time.perf_counter() - t,
                                message="your code's process {exit} during this case without returning "
-                                       "a result (os._exit, sys.exit in a thread, a segfault, or running "
+                                       "a result (os._exit, a segfault, or running "
                                        f"out of memory; the limit is {lim.memory_mb} MB)"),
                     "an earlier case crashed the process")
-        return problem.judge(prep, reply, tensors), None
+        result = problem.judge(prep, reply, tensors, notes)
+        if result.verdict is Verdict.CRASHED:  # a malformed reply: the stream may be out of step
+            worker.kill()
+            return result, "an earlier case sent back a malformed result"
+        return result, None
 
     def _alone(self, spec, path, problem: Problem, prep, per_case: float, dtypes) -> CaseResult | None:
         """The case run first in a fresh worker, where nothing another case left behind exists (None: could not)."""
@@ -258,8 +282,9 @@ class Grader:
             try:
                 self._started(worker)
                 self._send_load(worker, spec, path)
-                reply, _ = worker.receive(self.limits.load_limit)
-                if "error" in reply:
+                notes = protocol.Notes()
+                reply, _ = worker.receive(self.limits.load_limit, LOAD_REPLY, notes)
+                if "error" in reply or notes.forbidden or notes.tamper:
                     return None
                 res, _ = self._exchange(worker, problem, prep, per_case, [0.0], lambda: prep)
                 return res
@@ -296,9 +321,10 @@ class Grader:
             return
 
     @staticmethod
-    def _send_case(worker: WorkerProcess, prep, seconds: float):
+    def _send_case(worker: WorkerProcess, prep, seconds: float, notes: protocol.Notes):
+        budget = _reply_budget(prep)
         worker.send(prep.message, prep.header)
-        return worker.receive(seconds)
+        return worker.receive(seconds, budget, notes)
 
 
 ANSWER = (Verdict.WRONG_ANSWER, Verdict.WRONG_OUTPUT)
@@ -338,6 +364,39 @@ def threads(n: int):
         torch.set_num_threads(old)
 
 
+def judge_import(reply: dict, notes: protocol.Notes) -> CaseResult:
+    """The verdict of an import that reported an error or a forbidden call."""
+    res = CaseResult("import", Verdict.RUNTIME_ERROR)
+    if notes.forbidden or notes.tamper:
+        tamper = (f"your code tampered with the grader's guards ({notes.tamper[0]}); submissions may not switch them off"
+                  if notes.tamper else "")
+        return error_result(res, {"kind": "forbidden", "names": notes.forbidden, "message": tamper})
+    try:
+        return error_result(res, clean_error(reply["error"]))
+    except protocol.ProtocolError as e:
+        res.verdict, res.message = Verdict.CRASHED, malformed(e)
+        return res
+
+
+def _confined(info) -> dict:
+    """What confinement the worker reported before any learner code ran."""
+    if not isinstance(info, dict):
+        return {}
+    return {str(k)[:40]: (v if type(v) in (bool, int) else False) for k, v in list(info.items())[:16]}
+
+
+def _reply_budget(prep) -> protocol.Budget:
+    """What a reply to this case may hold: a generous multiple of the expected outputs and gradients
+    (the worker itself refuses anything larger with a wrong-output verdict, see ``max_reply``)."""
+    gold = prep.gold
+    found = [t for o in gold.outputs for t in execute.flatten(o).values() if isinstance(t, torch.Tensor)]
+    found += [g for g in (*gold.input_grads.values(), *gold.param_grads.values()) if isinstance(g, torch.Tensor)]
+    tensors = 2 * len(found) + 16
+    nbytes = 32 * sum(t.numel() for t in found) + (1 << 20)
+    prep.header["max_reply"] = {"tensors": tensors, "bytes": nbytes}
+    return protocol.Budget(header=1 << 20, tensors=tensors, nbytes=nbytes + protocol.ALIGN * tensors)
+
+
 def default_dtypes(spec: ProblemSpec, device: str) -> list[str]:
     """float32 on the CPU; on a GPU every dtype the problem declares (low precision is a GPU matter)."""
     return list(spec.grading.dtypes) if device == "cuda" else ["float32"]
@@ -361,10 +420,12 @@ def protected_paths(spec: ProblemSpec) -> list[str]:
     """What a submission may not read or write: the grader, every pack's problems, the user's state."""
     from torchcode import paths
 
-    packs = {spec.pack, paths.builtin_pack(), *(p.expanduser().resolve() for p in paths.extra_packs())}
+    packs = {spec.pack, paths.builtin_pack(), *(p.expanduser() for p in paths.extra_packs())}
     dirs = [paths.PACKAGE_DIR, paths.home()]
+    dirs += [Path(p) / "torchcode" for p in sys.path if p and (Path(p) / "torchcode").is_dir()]  # other copies
+    # (an editable install also leaves the course in site-packages/torchcode/_builtin)
     dirs += [pack / sub for pack in packs for sub in ("problems", "solutions", "templates")]
-    return [str(d) for d in dirs]
+    return sorted({str(Path(d).resolve()) for d in dirs})  # absolute and real: the worker runs elsewhere
 
 
 def _read_output(log: Path) -> str:

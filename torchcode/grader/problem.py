@@ -180,10 +180,10 @@ class Problem:
 
     # -- judging one case -----------------------------------------------------------------------
 
-    def judge(self, p: Prepared, reply: dict, tensors: list[torch.Tensor]) -> CaseResult:
+    def judge(self, p: Prepared, reply: dict, tensors: list[torch.Tensor], notes=None) -> CaseResult:
         from torchcode.grader.verdict import judge_case
 
-        return judge_case(self.spec.grading, p, reply, tensors)
+        return judge_case(self.spec.grading, p, reply, tensors, notes)
 
 
 def _required(fn, names: tuple[str, ...], skip_self: bool) -> int:

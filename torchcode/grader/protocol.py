@@ -22,6 +22,7 @@ import math
 import socket
 import struct
 import time
+from dataclasses import dataclass, field
 
 import torch
 
@@ -31,9 +32,25 @@ DTYPES = {
     "bool": torch.bool,
 }
 DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
+_ITEMSIZE = {v: v.itemsize for v in DTYPES.values()}
 _HEAD = struct.Struct("!IQ")
-MAX_HEADER = 64 << 20
-MAX_BLOBS = 4 << 30
+ALIGN = 64  # tensor bytes start at multiples of this, so that received tensors can be views
+MAX_DEPTH = 32  # nesting of JSON values in a header
+MAX_DIMS = 16
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What one incoming message may hold, checked before anything is allocated."""
+
+    header: int = 1 << 20  # bytes of JSON
+    tensors: int = 0  # how many tensors
+    nbytes: int = 0  # bytes of tensor data
+
+
+# The worker receives from the trusted side (which is trusted, but a wire format checks anyway).
+FROM_GRADER = Budget(header=64 << 20, tensors=1 << 16, nbytes=16 << 30)
+NOTE = Budget(header=4 << 10)  # notes carry no tensors
 
 
 class ProtocolError(Exception):
@@ -64,10 +81,18 @@ class Message:
         if dtype is None:
             raise ProtocolError(f"unsupported dtype {t.dtype}")
         data = t.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
+        pad = -self.offset % ALIGN
+        if pad:
+            self.blobs.append(bytes(pad))
+            self.offset += pad
         self.meta.append({"dtype": dtype, "shape": list(t.shape), "offset": self.offset, "nbytes": len(data)})
         self.blobs.append(data)
         self.offset += len(data)
         return {"T": len(self.meta) - 1}
+
+    @property
+    def nbytes(self) -> int:
+        return self.offset
 
     def value(self, v):
         from torchcode.grader.cases import Config, Const, Prev  # the author API types
@@ -96,7 +121,7 @@ class Message:
             sock.sendall(b)
 
 
-def _recv_exact(sock: socket.socket, n: int, deadline: float | None) -> bytes:
+def _recv_exact(sock: socket.socket, n: int, deadline: float | None) -> bytearray:
     buf = bytearray(n)
     view = memoryview(buf)
     got = 0
@@ -117,38 +142,138 @@ def _recv_exact(sock: socket.socket, n: int, deadline: float | None) -> bytes:
         if k == 0:
             raise PeerClosed()
         got += k
-    return bytes(buf)
+    return buf
 
 
-def receive(sock: socket.socket, deadline: float | None = None) -> tuple[dict, list[torch.Tensor]]:
-    """Read one message; return its header and its tensors. Validates everything."""
-    hlen, blen = _HEAD.unpack(_recv_exact(sock, _HEAD.size, deadline))
-    if hlen > MAX_HEADER or blen > MAX_BLOBS:
-        raise ProtocolError("message too large")
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not allowed")
+
+
+def _check_depth(obj, limit: int = MAX_DEPTH) -> None:
+    """Nesting at most ``limit`` deep (iteratively: a deep value cannot exhaust the stack here)."""
+    stack = [(obj, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, (dict, list)):
+            if d > limit:
+                raise ProtocolError(f"header nested deeper than {limit}")
+            stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
+
+
+def parse_header(raw: bytes | bytearray) -> dict:
+    """JSON, without NaN/Infinity, nested at most MAX_DEPTH deep, an object at the top."""
     try:
-        header = json.loads(_recv_exact(sock, hlen, deadline))
-    except (ValueError, UnicodeDecodeError) as e:
-        raise ProtocolError(f"bad header: {e}") from None
-    blobs = _recv_exact(sock, blen, deadline) if blen else b""
-    if not isinstance(header, dict) or not isinstance(header.get("tensors"), list):
-        raise ProtocolError("header is not a message")
-    tensors = []
-    for m in header["tensors"]:
-        try:
-            dtype = DTYPES[m["dtype"]]
-            shape = [int(s) for s in m["shape"]]
-            off, nbytes = int(m["offset"]), int(m["nbytes"])
-        except (KeyError, TypeError, ValueError):
-            raise ProtocolError("bad tensor description") from None
-        numel = math.prod(shape)
-        itemsize = torch.empty((), dtype=dtype).element_size()
-        if any(s < 0 for s in shape) or numel * itemsize != nbytes or off < 0 or off + nbytes > len(blobs):
+        header = json.loads(raw, parse_constant=_reject_constant)
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
+        raise ProtocolError(f"bad header: {str(e)[:100]}") from None
+    _check_depth(header)
+    if not isinstance(header, dict):
+        raise ProtocolError("header is not an object")
+    return header
+
+
+def _int(v, lo: int, hi: int) -> int:
+    if type(v) is not int or not lo <= v <= hi:
+        raise ProtocolError("bad tensor description")
+    return v
+
+
+def _tensor_plan(metas, blen: int, budget: Budget) -> list[tuple[torch.dtype, list[int], int, int]]:
+    """Validate the tensor descriptions: known dtypes, sane shapes, regions in order, inside the data."""
+    if not isinstance(metas, list) or len(metas) > budget.tensors:
+        raise ProtocolError(f"a message may carry at most {budget.tensors} tensors")
+    plan, end = [], 0
+    for m in metas:
+        if not isinstance(m, dict) or not isinstance(m.get("dtype"), str) or m["dtype"] not in DTYPES:
+            raise ProtocolError("bad tensor description")
+        dtype = DTYPES[m["dtype"]]
+        shape = m.get("shape")
+        if not isinstance(shape, list) or len(shape) > MAX_DIMS:
+            raise ProtocolError("bad tensor description")
+        shape = [_int(s, 0, 1 << 31) for s in shape]
+        off, nbytes = _int(m.get("offset"), end, blen), _int(m.get("nbytes"), 0, blen)
+        if math.prod(shape) * _ITEMSIZE[dtype] != nbytes or off + nbytes > blen:
             raise ProtocolError("tensor description does not match its bytes")
-        if numel == 0:
+        plan.append((dtype, shape, off, nbytes))
+        end = off + nbytes
+    return plan
+
+
+def receive(sock: socket.socket, deadline: float | None = None,
+            budget: Budget = FROM_GRADER) -> tuple[dict, list[torch.Tensor]]:
+    """Read one message; return its header and its tensors.
+
+    Sizes are checked against ``budget`` before they are read, the header is parsed with its
+    nesting bounded, every tensor description is validated, and tensors are views of the one
+    buffer read (no copies): whatever the other side sends costs at most the budget.
+    """
+    hlen, blen = _HEAD.unpack(_recv_exact(sock, _HEAD.size, deadline))
+    if hlen > budget.header:
+        raise ProtocolError(f"header of {hlen} bytes, more than the {budget.header} allowed")
+    if blen > budget.nbytes:
+        raise ProtocolError(f"{blen} bytes of tensors, more than the {budget.nbytes} this message may carry")
+    header = parse_header(_recv_exact(sock, hlen, deadline))
+    plan = _tensor_plan(header.get("tensors"), blen, budget)
+    data = _recv_exact(sock, blen, deadline) if blen else bytearray()
+    tensors = []
+    for dtype, shape, off, nbytes in plan:
+        if nbytes == 0:
             tensors.append(torch.empty(shape, dtype=dtype))
+        elif off % _ITEMSIZE[dtype] == 0:
+            tensors.append(torch.frombuffer(data, dtype=dtype, count=nbytes // _ITEMSIZE[dtype], offset=off).view(shape))
         else:
-            tensors.append(torch.frombuffer(bytearray(blobs[off:off + nbytes]), dtype=dtype).reshape(shape))
+            tensors.append(torch.frombuffer(bytearray(data[off:off + nbytes]), dtype=dtype).view(shape))
     return header, tensors
+
+
+MAX_NOTES = 64
+
+
+@dataclass
+class Notes:
+    """What the worker reported while it worked, before its reply. A note, once sent, is out of
+    the worker's reach: the learner's code cannot take back a forbidden call it made."""
+
+    ready: dict | None = None  # the worker's first message, sent before any learner code ran
+    forbidden: list = field(default_factory=list)
+    tamper: list = field(default_factory=list)
+    too_large: tuple | None = None  # (elements, shape) of the first tensor over the case's limit
+    count: int = 0
+
+    def add(self, note, first: bool) -> None:
+        if not isinstance(note, dict):
+            raise ProtocolError("bad note")
+        self.count += 1
+        if self.count > MAX_NOTES:
+            raise ProtocolError("too many notes")
+        if first and isinstance(note.get("ready"), dict):
+            self.ready = note["ready"]
+        if isinstance(note.get("forbidden"), str) and note["forbidden"][:200] not in self.forbidden:
+            self.forbidden.append(note["forbidden"][:200])
+        if isinstance(note.get("tamper"), str) and note["tamper"][:300] not in self.tamper:
+            self.tamper.append(note["tamper"][:300])
+        n, shape = note.get("too_large"), note.get("shape")
+        if type(n) is int and n > 0 and self.too_large is None:
+            ok = isinstance(shape, list) and len(shape) <= MAX_DIMS and all(type(x) is int for x in shape)
+            self.too_large = (n, shape if ok else [])
+
+
+def receive_reply(sock: socket.socket, deadline: float | None, budget: Budget, notes: Notes,
+                  first: bool = False) -> tuple[dict, list[torch.Tensor]]:
+    """The next reply, after any notes (collected into ``notes``). ``first``: nothing was read yet."""
+    while True:
+        header, tensors = receive(sock, deadline, budget)
+        if "note" not in header:
+            return header, tensors
+        if tensors:
+            raise ProtocolError("a note carries no tensors")
+        notes.add(header["note"], first)
+        first = False
+
+
+def note(sock: socket.socket, **fields) -> None:
+    """Send a note (worker side)."""
+    Message().send(sock, {"note": fields})
 
 
 def decode(v, tensors: list[torch.Tensor]):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import struct
@@ -38,7 +39,8 @@ class ExitInfo:
         if self.signal is not None:
             name = signal.Signals(self.signal).name if self.signal in signal.Signals._value2member_map_ else str(self.signal)
             hint = {"SIGSEGV": " (a segmentation fault)", "SIGKILL": " (killed: often out of memory)",
-                    "SIGABRT": " (aborted)", "SIGBUS": " (bus error)"}.get(name, "")
+                    "SIGABRT": " (aborted)", "SIGBUS": " (bus error)",
+                    "SIGSYS": " (a system call the sandbox refuses: 32-bit or x32 system calls)"}.get(name, "")
             return f"killed by signal {name}{hint}"
         return f"exited with code {self.exit_code}"
 
@@ -98,11 +100,16 @@ def _killpg(pid: int) -> None:
 
 
 def _zygote_loop(sock: socket.socket) -> None:
-    """Runs in the zygote: fork workers on request, reap them, report how they ended."""
-    from torchcode.grader import worker
+    """Runs in the zygote: fork workers on request, reap them, report how they ended.
 
+    If the trusted process goes away mid-check (its end of the socket closes, or it is killed and
+    we get SIGTERM), the workers are killed and their temporary directories removed here."""
+    from torchcode.grader import guards, worker
+
+    guards.warm()  # every worker inherits the lookup tables its guards need
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the trusted process handles Ctrl-C
-    children: set[int] = set()
+    signal.signal(signal.SIGTERM, _exit_on_signal)
+    children: dict[int, str] = {}  # pid -> its temporary directory
     try:
         while True:
             try:
@@ -122,23 +129,32 @@ def _zygote_loop(sock: socket.socket) -> None:
                 for fd in fds:
                     os.close(fd)
                 if pid is not None:
-                    children.add(pid)
+                    children[pid] = str(req["config"].get("tmp") or "")
                     _send_json(sock, {"pid": pid})
             elif req.get("op") == "wait":
                 pid = int(req["pid"])
                 info = _wait(pid, float(req.get("grace", 1.0))) if pid in children else ExitInfo(None, None, 0, 0)
-                children.discard(pid)
+                children.pop(pid, None)
                 _send_json(sock, info.__dict__)
             else:
                 break
+    except SystemExit:
+        pass
     finally:
-        for pid in children:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        for pid, tmp in children.items():
             _killpg(pid)
             try:
                 os.waitpid(pid, 0)
             except ChildProcessError:
                 pass
+            if tmp and os.path.basename(tmp).startswith("torchcode-"):
+                shutil.rmtree(tmp, ignore_errors=True)  # the trusted process died before it could
         os._exit(0)
+
+
+def _exit_on_signal(signum, frame):
+    raise SystemExit(128 + signum)
 
 
 class Zygote:
@@ -153,7 +169,7 @@ class Zygote:
                 try:
                     import ctypes
 
-                    ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # die with the trusted process
+                    ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG: clean up, then die with it
                 except (OSError, AttributeError):
                     pass
                 _zygote_loop(theirs)
@@ -213,12 +229,25 @@ class WorkerProcess:
     def __init__(self, zygote: Zygote, pid: int, sock: socket.socket):
         self.zygote, self.pid, self.sock = zygote, pid, sock
         self.exit: ExitInfo | None = None
+        self.received = False
 
     def send(self, msg: protocol.Message, header: dict) -> None:
         msg.send(self.sock, header)
 
-    def receive(self, seconds: float):
-        return protocol.receive(self.sock, time.monotonic() + seconds)
+    def receive_first(self, seconds: float, budget: protocol.Budget, notes: protocol.Notes):
+        """The worker's first message alone, sent before any learner code ran: a "ready" note (into
+        ``notes``) or the reason it could not start."""
+        self.received = True
+        header, _ = protocol.receive(self.sock, time.monotonic() + seconds, budget)
+        if "note" in header:
+            notes.add(header["note"], True)
+        return header, []
+
+    def receive(self, seconds: float, budget: protocol.Budget, notes: protocol.Notes | None = None):
+        """The next reply within ``seconds``, at most ``budget``; notes sent before it go to ``notes``."""
+        first, self.received = not self.received, True
+        return protocol.receive_reply(self.sock, time.monotonic() + seconds, budget,
+                                      notes if notes is not None else protocol.Notes(), first)
 
     def kill(self) -> None:
         _killpg(self.pid)

@@ -6,6 +6,8 @@ saw; the first problem found, in that order, is the case's verdict and its messa
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from torchcode.catalog.spec import GradingPolicy
@@ -15,18 +17,31 @@ from torchcode.grader.protocol import Unsupported
 from torchcode.grader.result import CaseResult, Mismatch, Verdict
 
 
-def judge_case(pol: GradingPolicy, p: Prepared, reply: dict, tensors: list[torch.Tensor]) -> CaseResult:
-    """The verdict of one case, from what the worker sent back."""
+def judge_case(pol: GradingPolicy, p: Prepared, reply: dict, tensors: list[torch.Tensor],
+               notes: protocol.Notes | None = None) -> CaseResult:
+    """The verdict of one case, from what the worker sent back (``reply``, and ``notes`` sent before it)."""
     c = p.case
-    res = CaseResult(c.name, Verdict.ACCEPTED, targets=c.targets, seconds=float(reply.get("seconds", 0.0) or 0.0))
+    res = CaseResult(c.name, Verdict.ACCEPTED, targets=c.targets)
+    try:
+        reply = clean_reply(reply)
+    except protocol.ProtocolError as e:
+        res.verdict, res.message = Verdict.CRASHED, malformed(e)
+        return res
+    res.seconds = reply["seconds"]
+    if notes is not None and (notes.forbidden or notes.tamper):
+        return error_result(res, {"kind": "forbidden", "names": notes.forbidden,
+                                  "message": f"your code tampered with the grader's guards ({notes.tamper[0]}); "
+                                             "submissions may not switch them off" if notes.tamper else ""})
     if "error" in reply:
         if isinstance(reply["error"], dict) and reply["error"].get("kind") == "mutated":
             res.verdict, res.message = Verdict.WRONG_ANSWER, _mutated_message(p, reply["error"])
             return res
         return error_result(res, reply["error"])
-    largest = int(reply.get("largest") or 0)
+    largest, shape = reply["largest"], reply["largest_shape"]
+    if notes is not None and notes.too_large and notes.too_large[0] > largest:
+        largest, shape = notes.too_large
     if c.max_intermediate is not None and largest >= c.max_intermediate:
-        shape = " x ".join(map(str, reply.get("largest_shape") or [])) or "?"
+        shape = " x ".join(map(str, shape)) or "?"
         res.verdict = Verdict.TOO_MUCH_MEMORY
         res.message = (f"your code created a tensor of shape ({shape}), {largest:,} elements; this case allows fewer than "
                        f"{c.max_intermediate:,}" + (f" ({c.intermediate_hint})" if c.intermediate_hint else "")
@@ -36,8 +51,8 @@ def judge_case(pol: GradingPolicy, p: Prepared, reply: dict, tensors: list[torch
         outputs = [_learner_value(v, tensors) for v in reply["outputs"]]
         in_grads = {int(k): _learner_value(v, tensors) for k, v in reply["input_grads"].items()}
         p_grads = {str(k): _learner_value(v, tensors) for k, v in reply["param_grads"].items()}
-    except (KeyError, TypeError, ValueError, protocol.ProtocolError):
-        res.verdict, res.message = Verdict.CRASHED, "the worker sent back a malformed result"
+    except (ValueError, protocol.ProtocolError) as e:
+        res.verdict, res.message = Verdict.CRASHED, malformed(e)
         return res
     if len(outputs) != len(c.steps):
         res.verdict, res.message = Verdict.CRASHED, "the worker sent back the wrong number of results"
@@ -167,14 +182,61 @@ def _learner_value(v, tensors):
         return None
     if isinstance(v, dict) and "T" in v:
         i = v["T"]
-        if not isinstance(i, int) or not 0 <= i < len(tensors):
+        if type(i) is not int or not 0 <= i < len(tensors):
             raise protocol.ProtocolError("bad tensor index")
-        return _LT(tensors[i], str(v.get("device", "cpu")))
+        return _LT(tensors[i], str(v.get("device", "cpu"))[:40])
     if isinstance(v, dict) and "L" in v and isinstance(v["L"], list):
         return tuple(_learner_value(x, tensors) for x in v["L"])
     if isinstance(v, dict) and isinstance(v.get("X"), str):
         return Unsupported(v["X"][:200])
     raise protocol.ProtocolError("bad value")
+
+
+# -- what a reply may look like -------------------------------------------------------------------
+def malformed(e: Exception) -> str:
+    return (f"your code's process sent back a malformed result ({str(e)[:120]}): did your code write to the "
+            "grader's socket?")
+
+
+def number(v, what: str) -> float:
+    """A finite, non-negative JSON number of sane size; ProtocolError if not one."""
+    if type(v) is int and 0 <= v <= 1 << 53:
+        return v
+    if type(v) is float and math.isfinite(v) and v >= 0:
+        return v
+    raise protocol.ProtocolError(f"bad {what}")
+
+
+def clean_error(err) -> dict:
+    """An error report with the types the trusted side expects, text cut to size; ProtocolError if not one."""
+    if not isinstance(err, dict) or not all(isinstance(err.get(k, ""), str) for k in ("kind", "message", "traceback", "stage")):
+        raise protocol.ProtocolError("bad error report")
+    names = err.get("names", [])
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise protocol.ProtocolError("bad error report")
+    return {"kind": err.get("kind", ""), "message": err.get("message", "")[:4000], "traceback": err.get("traceback", "")[:8000],
+            "stage": err.get("stage", "")[:200], "names": [n[:200] for n in names[:16]]}
+
+
+def clean_reply(reply: dict) -> dict:
+    """A case reply checked field by field (types, ranges); ProtocolError if it is not one."""
+    out = {"seconds": float(number(reply.get("seconds", 0.0), "time")),
+           "largest": int(number(reply.get("largest", 0), "size")), "largest_shape": reply.get("largest_shape", [])}
+    if type(reply.get("largest", 0)) is not int:
+        raise protocol.ProtocolError("bad size")
+    shape = out["largest_shape"]
+    if not isinstance(shape, list) or len(shape) > protocol.MAX_DIMS or not all(type(x) is int for x in shape):
+        raise protocol.ProtocolError("bad shape")
+    if "error" in reply:
+        out["error"] = clean_error(reply["error"])
+        return out
+    outputs, ig, pg = reply.get("outputs"), reply.get("input_grads"), reply.get("param_grads")
+    if not isinstance(outputs, list) or not isinstance(ig, dict) or not isinstance(pg, dict):
+        raise protocol.ProtocolError("missing outputs or gradients")
+    if not all(k.isdigit() and len(k) < 10 for k in ig):
+        raise protocol.ProtocolError("bad gradient index")
+    out.update(outputs=outputs, input_grads=ig, param_grads=pg)
+    return out
 
 
 def _label(path, step, multi) -> str:
@@ -240,11 +302,12 @@ def _no_grad(res: CaseResult, what: str) -> CaseResult:
 _ERROR_VERDICTS = {
     "syntax": Verdict.SYNTAX_ERROR, "interface": Verdict.BAD_INTERFACE, "not_implemented": Verdict.NOT_IMPLEMENTED,
     "forbidden": Verdict.FORBIDDEN_CALL, "runtime": Verdict.RUNTIME_ERROR, "memory": Verdict.MEMORY_LIMIT,
-    "device": Verdict.WRONG_DEVICE,
+    "device": Verdict.WRONG_DEVICE, "output": Verdict.WRONG_OUTPUT,
 }
 
 
 def error_result(res: CaseResult, err: dict) -> CaseResult:
+    """The verdict of an error the worker reported (``err`` as ``clean_error`` returns it, or built here)."""
     kind = err.get("kind") if isinstance(err, dict) else None
     res.verdict = _ERROR_VERDICTS.get(kind, Verdict.RUNTIME_ERROR)
     res.traceback = str(err.get("traceback", ""))[:8000] if isinstance(err, dict) else ""

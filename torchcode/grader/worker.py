@@ -47,12 +47,12 @@ def main(sock_fd: int, config: dict) -> None:
     try:
         sock = socket.socket(fileno=sock_fd)
         try:
-            _start(config)
+            confined = _start(config, sock_fd)
         except StartFailure as e:
             code = START_FAILED
             Message().send(sock, {"op": "start_failed", "message": str(e)[:2000]})
             return
-        Message().send(sock, {"op": "ready"})
+        protocol.note(sock, ready={"confined": confined})  # before any learner code: cannot be forged
         Worker(sock, int(config.get("output_bytes") or 0)).serve()
     except BaseException:  # noqa: BLE001 - nothing may escape the child
         pass
@@ -60,22 +60,28 @@ def main(sock_fd: int, config: dict) -> None:
         os._exit(code)
 
 
-def _start(config: dict) -> None:
+def _start(config: dict, sock_fd: int) -> dict:
     """Process settings, then the device, then confinement: CUDA must be initialised before the
-    filesystem rules (it reads driver files Landlock would hide: cudaGetDeviceCount error 304)."""
+    filesystem rules (it reads driver files Landlock would hide: cudaGetDeviceCount error 304), and
+    torch must have started every thread it needs before new threads are refused.
+    Returns what confinement is in force."""
     device = config.get("device", "cpu")
-    steps = [("setting up the worker process", _setup), (f"initialising the {device} device", _init_device)]
+    steps = [("setting up the worker process", lambda: _setup(config, sock_fd)),
+             (f"initialising the {device} device", lambda: _init_device(config)),
+             ("warming up torch", lambda: _warm_up(str(device), int(config.get("threads", 1))))]
+    confined: dict = {"filesystem": False, "processes": False, "threads": False, "signals": False, "landlock_abi": 0}
     if config.get("confine", True):
-        steps.append(("confining the worker (Landlock, seccomp)", _confine))
-    _CONFINED.clear()
+        steps.append(("confining the worker (Landlock, seccomp)", lambda: confined.update(_confine(config))))
     for what, step in steps:
         try:
-            step(config)
+            step()
         except BaseException as e:  # noqa: BLE001 - whatever went wrong, it is not the learner's
             raise StartFailure(f"{what} failed: {type(e).__name__}: {e}") from None
+    return confined
 
 
-def _setup(config: dict) -> None:
+def _setup(config: dict, sock_fd: int) -> None:
+    """Limits, signals, a clean set of file descriptors, the scratch directory."""
     try:
         import ctypes
 
@@ -96,15 +102,17 @@ def _setup(config: dict) -> None:
             resource.setrlimit(which, (value, value))
         except (ValueError, OSError):
             pass
+    learner = os.path.realpath(config["path"])  # resolved before the chdir below
+    protected = [os.path.realpath(p) for p in config.get("protected", [])]
     log = os.open(config["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.dup2(log, 1)
     os.dup2(log, 2)
-    os.close(log)
-    os.close(null)
+    _close_fds_except({0, 1, 2, sock_fd})  # whatever the grader had open (a terminal, the store) stays out of reach
     os.chdir(config["cwd"])
     torch.set_num_threads(int(config.get("threads", 1)))
+    config["path"], config["protected"] = learner, protected
 
 
 def _init_device(config: dict) -> None:
@@ -140,18 +148,61 @@ def init_device(device: str, dtypes: list[str], sdpa: bool = False) -> None:
     torch.cuda.synchronize()
 
 
-def _confine(config: dict) -> None:
+def _confine(config: dict) -> dict:
+    """The kernel's confinement (Landlock, seccomp). Returns what is in force."""
     from torchcode.grader import confine
 
-    learner = os.path.realpath(config["path"])
+    learner, protected = config["path"], config["protected"]
     folder = os.path.dirname(learner)
-    protected = [os.path.realpath(p) for p in config.get("protected", [])]
     readable = [learner] + ([folder] if not any(q == folder or q.startswith(folder + "/") for q in protected) else [])
-    _CONFINED["filesystem"] = confine.restrict_filesystem(protected, readable, [config["cwd"]])
-    _CONFINED["processes"] = confine.no_new_processes()
+    abi = confine.restrict_filesystem(protected, readable, [config["cwd"]])
+    filtered = confine.seccomp(threads=False)
+    return {"filesystem": abi > 0, "processes": filtered, "threads": filtered,
+            "signals": filtered or abi >= 6, "landlock_abi": abi}
 
 
-_CONFINED: dict[str, bool] = {}
+def _too_big(ex: execute.Execution, limit) -> str:
+    """Why the results are more than the case can legitimately return ('' if they are not)."""
+    if not isinstance(limit, dict):
+        return ""
+    found = [t for o in ex.outputs for t in execute.flatten(o).values() if isinstance(t, torch.Tensor)]
+    found += [g for g in (*ex.input_grads.values(), *ex.param_grads.values()) if isinstance(g, torch.Tensor)]
+    nbytes = sum(t.numel() * t.element_size() for t in found)
+    if len(found) > int(limit.get("tensors", 0)) or nbytes > int(limit.get("bytes", 0)):
+        shapes = ", ".join(str(list(t.shape)) for t in found[:4]) + (", ..." if len(found) > 4 else "")
+        return (f"your code returned {len(found)} tensors of {nbytes / 2**20:.1f} MB in all (shapes {shapes}), far "
+                "more than this case's outputs: check the shape of what you return")
+    return ""
+
+
+def _hide_grader_modules() -> None:
+    """Take torchcode's modules out of sys.modules before the learner's code runs: the worker keeps
+    using them, but ``sys.modules["torchcode..."]`` finds nothing, and importing them again means
+    reading files that confinement keeps out of reach."""
+    for name in [n for n in sys.modules if n == "torchcode" or n.startswith("torchcode.")]:
+        del sys.modules[name]
+
+
+def _close_fds_except(keep: set[int]) -> None:
+    try:
+        fds = [int(fd) for fd in os.listdir("/proc/self/fd")]
+    except OSError:
+        fds = list(range(3, 1024))
+    for fd in fds:
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _warm_up(device: str, threads: int) -> None:
+    """Let torch start every thread it will need (autograd's device threads, the intra-op pool) before
+    new threads are refused: a tiny forward and backward on the grading device."""
+    x = torch.ones(4, 4, device=device, requires_grad=True)
+    (x @ x).softmax(-1).sum().backward()
+    if threads > 1:
+        torch.ones(1 << 17, device=device).add_(1)  # big enough for a parallel region
 
 # Modules torch imports on the first use of a feature: seconds of one-time loading. Imported while
 # loading a file that names such a feature, so its first case does not wait for them (the judge also
@@ -271,6 +322,9 @@ class Worker:
             name, line, why = hatches[0]
             return {"error": {"kind": "forbidden", "names": [name],
                               "message": f"line {line} uses `{name}`, which {why}; submissions may not do that"}}
+        guards.set_reporter(self._note)
+        guards.ban_kernels(self.forbidden)
+        _hide_grader_modules()
         module = types.ModuleType("submission")
         module.__file__ = self.path
         sys.modules["submission"] = module
@@ -280,13 +334,23 @@ class Worker:
             with guard:
                 exec(code, module.__dict__)
         except BaseException as e:  # noqa: BLE001 - the learner's import may raise anything
+            guard.check_kernels()
             return {"error": self._error(e, guard, "while importing your file")}
+        guard.check_kernels()
+        if guard.violations or guard.tampered:  # caught our exception at the top level and carried on
+            return {"error": self._error(guards.ForbiddenCall(), guard, "while importing your file")}
         _preload(source)
         self.entry = getattr(module, self.spec["name"], None)
         problem = self._interface_problem(module)
         if problem:
             return {"error": {"kind": "interface", "message": problem}}
-        return {"ok": True, "seconds": time.perf_counter() - start, "confined": dict(_CONFINED)}
+        return {"ok": True, "seconds": time.perf_counter() - start}
+
+    def _note(self, **fields) -> None:
+        try:
+            protocol.note(self.sock, **fields)
+        except (OSError, ValueError):
+            pass  # the learner broke the socket: the reply (or its absence) tells the rest
 
     def _interface_problem(self, module) -> str | None:
         name, kind = self.spec["name"], self.spec["kind"]
@@ -346,12 +410,16 @@ class Worker:
         except execute.InputModified as e:
             return {"error": e.to_dict(), "seconds": time.perf_counter() - start}
         except BaseException as e:  # noqa: BLE001
+            guard.check_kernels()
             return {"error": self._error(e, guard, stage.name), "seconds": time.perf_counter() - start,
                     **self._memory(guard)}
         seconds = time.perf_counter() - start
-        if guard.violations:  # the learner caught our exception and carried on
-            return {"error": {"kind": "forbidden", "names": guard.violations,
-                              "message": f"called {', '.join(guard.violations)}"}, "seconds": seconds}
+        guard.check_kernels()
+        if guard.violations or guard.tampered:  # the learner caught our exception and carried on
+            return {"error": self._error(guards.ForbiddenCall(), guard, stage.name), "seconds": seconds}
+        too_big = _too_big(ex, h.get("max_reply"))
+        if too_big:
+            return {"error": {"kind": "output", "message": too_big}, "seconds": seconds, **self._memory(guard)}
         return {
             "outputs": [self._encode(o, msg) for o in ex.outputs],
             "input_grads": {str(i): (msg.tensor(g) if g is not None else None) for i, g in ex.input_grads.items()},
@@ -389,9 +457,16 @@ class Worker:
         return {"X": f"{t.__module__}.{t.__qualname__}" if t.__module__ != "builtins" else t.__qualname__}
 
     def _error(self, e: BaseException, guard, stage: str) -> dict:
+        if guard.tampered:
+            return {"kind": "forbidden", "names": [], "message": f"your code tampered with the grader's guards "
+                    f"{stage} ({guard.tampered}); submissions may not switch them off"}
         if isinstance(e, guards.ForbiddenCall) or guard.violations:
             return {"kind": "forbidden", "names": guard.violations, "message": f"called {', '.join(guard.violations)}"}
         tb = _learner_traceback(e, self.path)
+        if isinstance(e, RuntimeError) and "can't start new thread" in str(e):
+            return {"kind": "forbidden", "names": [], "stage": stage, "traceback": tb,
+                    "message": f"your code tried to start a thread {stage}: submissions run on one thread, the one "
+                               "the grader's guards watch"}
         frames = traceback.extract_tb(e.__traceback__)
         if isinstance(e, NotImplementedError) and frames and frames[-1].filename == self.path:
             return {"kind": "not_implemented", "message": str(e), "stage": stage, "traceback": tb}

@@ -1,0 +1,182 @@
+"""Kernel confinement, tested directly in forked children (no torch runs there): the Landlock allow-list
+never follows a symlink, the terminal is out of reach, seccomp refuses foreign system call ABIs, new
+processes and threads, and signals to anyone but the worker itself."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import json
+import mmap
+import os
+import platform
+import pty
+import signal
+import sys
+import threading
+
+import pytest
+
+from torchcode.grader import confine
+
+LINUX = sys.platform == "linux"
+LANDLOCK = LINUX and confine._abi() >= 1
+SECCOMP = LINUX and platform.machine() in confine.ARCHES
+needs_landlock = pytest.mark.skipif(not LANDLOCK, reason="this kernel has no Landlock")
+needs_seccomp = pytest.mark.skipif(not SECCOMP, reason="no seccomp filter for this platform")
+
+
+def in_child(body) -> tuple[dict, int]:
+    """Run ``body()`` (returns a dict) in a forked child; return its result and its wait status."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            out = body()
+        except BaseException as e:  # noqa: BLE001
+            out = {"error": repr(e)}
+        os.write(w, json.dumps(out).encode())
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        data = f.read()
+    _, status = os.waitpid(pid, 0)
+    return (json.loads(data) if data else {}), status
+
+
+def attempt(fn) -> str:
+    try:
+        fn()
+        return "ok"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+    except RuntimeError as e:
+        return f"RuntimeError: {e}"
+
+
+@pytest.fixture
+def tree(tmp_path):
+    """real/secret/x (protected), real/other/y, lib64 -> real, shortcut -> real/secret, scratch/."""
+    real = tmp_path / "real"
+    (real / "secret").mkdir(parents=True)
+    (real / "other").mkdir()
+    (real / "secret" / "x").write_text("hidden")
+    (real / "other" / "y").write_text("fine")
+    (tmp_path / "lib64").symlink_to("real")
+    (tmp_path / "shortcut").symlink_to(real / "secret")
+    (tmp_path / "scratch").mkdir()
+    return tmp_path
+
+
+def test_the_allow_list_never_holds_a_symlink_nor_dev(tree):
+    allowed = confine.allow_list([str(tree / "real" / "secret")])
+    assert str(tree / "real" / "other") in allowed
+    for p in ("lib64", "shortcut", "real", "real/secret"):
+        assert str(tree / p) not in allowed
+    assert "/dev" not in allowed and not any(p.startswith("/dev/") for p in allowed)
+    assert not any(os.path.islink(p) for p in allowed)
+
+
+@needs_landlock
+def test_landlock_keeps_protected_files_out_of_reach_whatever_the_path(tree):
+    master, slave = pty.openpty()
+    terminal = os.ttyname(slave)
+    parent = os.getpid()
+
+    def body():
+        abi = confine.restrict_filesystem([str(tree / "real" / "secret")], [], [str(tree / "scratch")])
+        return {
+            "abi": abi,
+            "via lib64": attempt(lambda: open(tree / "lib64" / "secret" / "x").read()),
+            "real path": attempt(lambda: open(tree / "real" / "secret" / "x").read()),
+            "via shortcut": attempt(lambda: open(tree / "shortcut" / "x").read()),
+            "allowed via lib64": attempt(lambda: open(tree / "lib64" / "other" / "y").read()),
+            "write outside scratch": attempt(lambda: open(tree / "real" / "other" / "z", "w").close()),
+            "write scratch": attempt(lambda: open(tree / "scratch" / "z", "w").close()),
+            "dev null": attempt(lambda: open("/dev/null", "w").write("x")),
+            "dev urandom": attempt(lambda: open("/dev/urandom", "rb").read(4)),
+            "terminal": attempt(lambda: os.close(os.open(terminal, os.O_WRONLY | os.O_NOCTTY))),
+            "dev tty": attempt(lambda: os.close(os.open("/dev/tty", os.O_WRONLY | os.O_NOCTTY))),
+            "signal the parent": attempt(lambda: os.kill(parent, 0)),
+        }
+
+    try:
+        out, status = in_child(body)
+    finally:
+        os.close(master)
+        os.close(slave)
+    assert out["abi"] >= 1, out
+    denied = {"via lib64", "real path", "via shortcut", "write outside scratch", "terminal", "dev tty"}
+    assert {k for k, v in out.items() if v == "EACCES"} == denied, out
+    assert all(out[k] == "ok" for k in ("allowed via lib64", "write scratch", "dev null", "dev urandom")), out
+    assert out["signal the parent"] == ("EPERM" if out["abi"] >= 6 else "ok"), out  # Landlock scoping, ABI 6+
+
+
+def _machine_code(code: bytes):
+    buf = mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+    buf.write(code)
+    fn = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.addressof(ctypes.c_char.from_buffer(buf)))
+    fn.buf = buf
+    return fn
+
+
+INT80_GETPID = b"\xb8\x14\x00\x00\x00\xcd\x80\xc3"  # mov eax, 20 (getpid, i386); int 0x80; ret
+X32_GETPID = b"\xb8" + (0x40000000 | 39).to_bytes(4, "little") + b"\x0f\x05\xc3"  # x32 getpid via syscall
+
+
+@needs_seccomp
+def test_seccomp_refuses_processes_threads_and_signals_but_not_ordinary_work():
+    import fcntl
+    import socket
+
+    parent = os.getpid()
+
+    def body():
+        assert confine.seccomp(threads=False)
+        t = threading.Thread(target=lambda: None)
+        return {
+            "fork": attempt(os.fork),
+            "exec": attempt(lambda: os.execv("/bin/true", ["true"])),
+            "thread": attempt(t.start),
+            "kill parent": attempt(lambda: os.kill(parent, 0)),
+            "stop parent": attempt(lambda: os.kill(parent, signal.SIGSTOP)),
+            "kill everyone": attempt(lambda: os.kill(-1, 0)),
+            "F_SETOWN parent": attempt(lambda: fcntl.fcntl(socket.socket().fileno(), fcntl.F_SETOWN, parent)),
+            "kill self": attempt(lambda: os.kill(os.getpid(), 0)),
+            "raise": attempt(lambda: signal.raise_signal(signal.SIGWINCH)),
+            "file io": attempt(lambda: open("/proc/self/status").read()),
+        }
+
+    out, status = in_child(body)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, (status, out)
+    refused = {"fork", "exec", "kill parent", "stop parent", "kill everyone", "F_SETOWN parent"}
+    assert {k for k, v in out.items() if v == "EPERM"} == refused, out
+    assert out["thread"].startswith("RuntimeError"), out
+    assert all(out[k] == "ok" for k in ("kill self", "raise", "file io")), out
+
+
+@needs_seccomp
+def test_seccomp_allows_threads_when_asked():
+    def body():
+        assert confine.seccomp(threads=True)
+        t = threading.Thread(target=lambda: None)
+        return {"thread": attempt(t.start), "fork": attempt(os.fork)}
+
+    out, _ = in_child(body)
+    assert out == {"thread": "ok", "fork": "EPERM"}
+
+
+@pytest.mark.skipif(not SECCOMP or platform.machine() != "x86_64", reason="x86_64 only")
+@pytest.mark.parametrize("code", [INT80_GETPID, X32_GETPID], ids=["int 0x80", "x32"])
+def test_foreign_system_call_abis_kill_the_process(code):
+    unconfined, status = in_child(lambda: {"pid": _machine_code(code)(), "me": os.getpid()})
+    if code is INT80_GETPID and not (os.WIFEXITED(status) and unconfined.get("pid") == unconfined.get("me")):
+        pytest.skip("this kernel has no 32-bit syscall emulation")  # then int 0x80 cannot fork anything either
+
+    def body():
+        assert confine.seccomp(threads=False)
+        return {"pid": _machine_code(code)()}
+
+    out, status = in_child(body)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGSYS, (status, out)
