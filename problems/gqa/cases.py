@@ -33,6 +33,12 @@ def single_token(rng):
     return gqa(rng, 32, 8, 2, B=3, S=1)
 
 
+@case(targets="one layer, two inputs of the same shape: nothing computed for one input may serve another")
+def same_shape_twice(rng):
+    return Case(init=dict(d_model=32, num_heads=4, num_kv_heads=2),
+                steps=[Call(rng.randn(2, 5, 32)), Call(rng.randn(2, 5, 32)), Call(rng.randn(2, 5, 32))])
+
+
 @case(targets="large activations: a stable softmax")
 def large_inputs(rng):
     return gqa(rng, 32, 4, 2, B=2, S=9, scale=10.0)

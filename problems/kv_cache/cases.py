@@ -1,10 +1,16 @@
 """Hidden cases for kv_cache."""
 
+import torch
+
 from torchcode.grader.cases import Call, Case, Cat, Out, Prev, Same, case
 
 MATCH_FULL = ("generating with your cache gave different outputs than one full forward over the same tokens: "
               "check the mask offset (new token t is at position S_past + t) and what you concatenate")
 CACHE_FULL = "the cache after the last call differs from the keys/values of one full forward: append new keys after the cached ones"
+
+OWN_CACHE = ("a call continued from a cache gave other outputs than one full forward over that cache's tokens and the "
+             "new ones: attend over the cache you are handed (the caller may branch or interleave sequences), and keep "
+             "no history of earlier calls on self")
 
 
 def chunks_then_full(rng, d_model, heads, B, sizes):
@@ -60,3 +66,26 @@ def large_scores_decode(rng):
     x = rng.randn(2, 6, 32, scale=15.0)
     steps = [Call(x[:, :5]), Call(x[:, 5:6], Prev(0, 1))]
     return Case(init=dict(d_model=32, num_heads=4), steps=steps, grad=False)  # forward stability only
+
+
+@case(targets="two continuations branched from one prefix cache: each attends over the cache it is handed")
+def branch_from_prefix(rng):
+    prefix, a, b = rng.randn(2, 4, 32), rng.randn(2, 3, 32), rng.randn(2, 2, 32)
+    steps = [Call(prefix), Call(a, Prev(0, 1)), Call(b, Prev(0, 1)),
+             Call(torch.cat([prefix, a], dim=1)), Call(torch.cat([prefix, b], dim=1))]
+    return Case(init=dict(d_model=32, num_heads=4), steps=steps, checks=[
+        Same(Cat([Out(0, 0), Out(1, 0)], dim=1), Out(3, 0), OWN_CACHE),
+        Same(Cat([Out(0, 0), Out(2, 0)], dim=1), Out(4, 0), OWN_CACHE),
+        Same(Out(2, 1, 0), Out(4, 1, 0), CACHE_FULL),
+    ])
+
+
+@case(targets="two sequences decoded in turns on one layer: each continues from its own cache")
+def interleaved_sequences(rng):
+    x, y = rng.randn(2, 6, 24), rng.randn(2, 5, 24)
+    steps = [Call(x[:, :4]), Call(y[:, :3]), Call(x[:, 4:5], Prev(0, 1)), Call(y[:, 3:], Prev(1, 1)),
+             Call(x[:, 5:], Prev(2, 1)), Call(x), Call(y)]
+    return Case(init=dict(d_model=24, num_heads=2), steps=steps, checks=[
+        Same(Cat([Out(0, 0), Out(2, 0), Out(4, 0)], dim=1), Out(5, 0), OWN_CACHE),
+        Same(Cat([Out(1, 0), Out(3, 0)], dim=1), Out(6, 0), OWN_CACHE),
+    ])

@@ -2,7 +2,7 @@
 
 import torch
 
-from torchcode.grader.cases import Call, Case, Cat, Config, Const, Out, Prev, Same, case
+from torchcode.grader.cases import Call, Case, Cat, Config, Const, Fn, Out, Prev, Same, case
 
 FUTURE = "changing later tokens changed earlier outputs: attention must be causal over absolute positions"
 MATCH_FULL = ("prefill/decoding with past_key_value gave different outputs than one full forward: check the causal "
@@ -36,9 +36,10 @@ def future_check(rng, cfg, hd, B, S, t):
                 checks=[Same(Out(1, 0)[:, : t + 1], Out(0, 0)[:, : t + 1], FUTURE)])
 
 
-def chunks_then_full(rng, cfg, hd, B, sizes):
+def chunks_then_full(rng, cfg, hd, B, sizes, tables=None, train=False):
+    """Consecutive chunks of one sequence, each continuing the previous past_kv, then one full forward."""
     S = sum(sizes)
-    cos, sin = rope_tables(S, hd)
+    cos, sin = tables or rope_tables(S, hd)
     x = rng.randn(B, S, cfg.fields["hidden_size"])
     steps, start = [], 0
     for i, n in enumerate(sizes):
@@ -47,7 +48,7 @@ def chunks_then_full(rng, cfg, hd, B, sizes):
         start += n
     steps.append(Call(x, pe(cos, sin, 0, S), use_cache=True))
     last, full = len(sizes) - 1, len(sizes)
-    return Case(init=dict(config=cfg), steps=steps, checks=[
+    return Case(init=dict(config=cfg), steps=steps, train=train, checks=[
         Same(Cat([Out(i, 0) for i in range(len(sizes))], dim=1), Out(full, 0), MATCH_FULL),
         Same(Out(last, 1, 0), Out(full, 1, 0), CACHE_FULL),
         Same(Out(last, 1, 1), Out(full, 1, 1), CACHE_FULL),
@@ -105,10 +106,19 @@ def padding_flash(rng):
     return padded_prompt_then_decode(rng, config(hidden=32, heads=4, kv=1, flash=True), 8, lengths=[3, 5], S=5)
 
 
+EVAL_DROPOUT = ("the same input twice in eval mode gave different outputs: dropout must be off in eval mode "
+                "(nn.Dropout follows self.training; for the fused kernel pass dropout_p=self.dropout if self.training "
+                "else 0.0)")
+ALL_DROPPED = ("in training mode with dropout = 1.0 every attention weight is dropped, so the output must be 0: apply "
+               "dropout with p = config.dropout while self.training (nn.Dropout, or dropout_p= on the fused kernel)")
+
+
 @case(targets="dropout in the config, eval mode: no dropout applied")
 def dropout_in_eval(rng):
     cos, sin = rope_tables(5, 8)
-    return Case(init=dict(config=config(dropout=0.3)), steps=[Call(rng.randn(2, 5, 64), pe(cos, sin, 0, 5))])
+    x = rng.randn(2, 5, 64)
+    return Case(init=dict(config=config(dropout=0.3)), steps=[Call(x, pe(cos, sin, 0, 5)), Call(x, pe(cos, sin, 0, 5))],
+                checks=[Same(Out(1, 0), Out(0, 0), EVAL_DROPOUT)])
 
 
 @case(targets="one token, batch 1")
@@ -124,3 +134,78 @@ def large_scores(rng):
     steps = [Call(x[:, :5], pe(cos, sin, 0, 5), use_cache=True),
              Call(x[:, 5:], pe(cos, sin, 5, 6), past_key_value=Prev(0, 1), use_cache=True)]
     return Case(init=dict(config=config()), steps=steps, grad=False)  # forward stability only
+
+
+@case(targets="the caller's cos/sin from theta 1e6 (MiniMind's own): use position_embeddings, never rebuild RoPE")
+def rope_theta_1e6(rng):
+    return chunks_then_full(rng, config(flash=True), 8, B=2, sizes=[4, 3, 1], tables=rope_tables(8, 8, theta=1e6))
+
+
+@case(targets="cos/sin that come from no theta at all: apply exactly the tables you are given")
+def rope_arbitrary_tables(rng):
+    angles = rng.uniform(7, 8, low=-3.14159, high=3.14159)  # (S, head_dim / 2): any rotation per position and pair
+    tables = torch.cat([angles.cos()] * 2, dim=-1), torch.cat([angles.sin()] * 2, dim=-1)
+    return chunks_then_full(rng, config(hidden=64, heads=4, kv=2), 16, B=2, sizes=[5, 2], tables=tables)
+
+
+@case(targets="dropout in the config, eval mode, fast path (prefill and chunks): no dropout applied")
+def flash_dropout_in_eval(rng):
+    c = chunks_then_full(rng, config(flash=True, dropout=0.5), 8, B=2, sizes=[4, 3])
+    c.steps.append(Call(*c.steps[-1].args, **c.steps[-1].kwargs))  # the full forward once more: same input
+    c.checks.insert(0, Same(Out(3, 0), Out(2, 0), EVAL_DROPOUT))
+    return c
+
+
+@case(targets="training mode with dropout 0.0, both paths: training changes nothing else")
+def train_without_dropout(rng):
+    cfg = config(hidden=32, heads=4, kv=2, flash=rng.integer(0, 1) == 1)
+    return chunks_then_full(rng, cfg, 8, B=2, sizes=[3, 2], train=True)
+
+
+def all_dropped(rng, flash):
+    cos, sin = rope_tables(6, 8)
+    x = rng.randn(2, 6, 64)
+    steps = [Call(x[:, :4], pe(cos, sin, 0, 4), use_cache=True),
+             Call(x[:, 4:], pe(cos, sin, 4, 6), past_key_value=Prev(0, 1), use_cache=True)]
+    zero = Fn(torch.zeros_like, Out(0, 0))
+    return Case(init=dict(config=config(flash=flash, dropout=1.0)), steps=steps, train=True,
+                checks=[Same(Out(0, 0), zero, ALL_DROPPED), Same(Out(1, 0), Fn(torch.zeros_like, Out(1, 0)), ALL_DROPPED)])
+
+
+@case(targets="training mode, dropout 1.0, slow path: every attention weight is dropped (the output is 0), the cache is not")
+def train_dropout_one(rng):
+    return all_dropped(rng, flash=False)
+
+
+@case(targets="training mode, dropout 1.0, fast path: pass dropout_p=config.dropout while training")
+def train_dropout_one_flash(rng):
+    return all_dropped(rng, flash=True)
+
+
+@case(targets="two continuations branched from one prefix past_kv: attend over the cache you are handed")
+def branch_from_prefix(rng):
+    cos, sin = rope_tables(7, 8)
+    prefix, a, b = rng.randn(2, 4, 64), rng.randn(2, 3, 64), rng.randn(2, 2, 64)
+    steps = [Call(prefix, pe(cos, sin, 0, 4), use_cache=True),
+             Call(a, pe(cos, sin, 4, 7), past_key_value=Prev(0, 1), use_cache=True),
+             Call(b, pe(cos, sin, 4, 6), past_key_value=Prev(0, 1), use_cache=True),
+             Call(torch.cat([prefix, b], dim=1), pe(cos, sin, 0, 6), use_cache=True)]
+    because = ("a continuation from past_key_value gave other outputs than one full forward over those tokens: attend "
+               "over the past_key_value you are handed, and keep no history of earlier calls on self")
+    return Case(init=dict(config=config()), steps=steps, checks=[
+        Same(Cat([Out(0, 0), Out(2, 0)], dim=1), Out(3, 0), because),
+        Same(Out(2, 1, 0), Out(3, 1, 0), CACHE_FULL),
+    ])
+
+
+@case(targets="other padding with the same shapes on one layer: the mask comes from this call's attention_mask")
+def padding_changes(rng):
+    cfg, S = config(hidden=32, heads=4, kv=2), 5
+    cos, sin = rope_tables(S, 8)
+    steps = []
+    for lengths in ([5, 2], [3, 4], [1, 5]):
+        mask = torch.zeros(2, S, dtype=torch.long)
+        for b, n in enumerate(lengths):
+            mask[b, :n] = 1
+        steps.append(Call(rng.randn(2, S, 32), pe(cos, sin, 0, S), attention_mask=mask).ungraded((mask == 0)[:, :, None], 0))
+    return Case(init=dict(config=cfg), steps=steps)

@@ -15,6 +15,15 @@ def custom_base(rng):
     return Case(steps=[Call(rng.randn(2, 6, 8), rng.randn(2, 6, 8), base=500.0)])
 
 
+@case(targets="the same shapes with other bases in one run: nothing computed for one base may serve another")
+def bases_share_shapes(rng):
+    def qk():
+        return rng.randn(2, 10, 16), rng.randn(2, 10, 16)
+
+    # default, then 500, then 10000 again, then 500 again: a table kept for (S, D) or D is stale in some call
+    return Case(steps=[Call(*qk()), Call(*qk(), 500.0), Call(*qk(), base=10000.0), Call(*qk(), base=500.0)])
+
+
 @case(targets="relative position: q_m . k_n depends only on m - n")
 def relative_position(rng):
     S, D = 12, 16

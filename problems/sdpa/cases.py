@@ -39,6 +39,34 @@ def full_mask(rng):
     return Case(steps=[Call(rng.randn(2, 2, 7, 8), rng.randn(2, 2, 7, 8), rng.randn(2, 2, 7, 8), mask=mask)])
 
 
+@case(targets="a 2-D (Lq, Lk) mask on 3-D inputs, Lq != Lk: it is per query, not a (batch, Lk) padding mask")
+def mask_2d(rng):
+    return Case(steps=[Call(rng.randn(2, 5, 16), rng.randn(2, 7, 16), rng.randn(2, 7, 8), _mask(rng, 5, 7))])
+
+
+@case(targets="a 2-D (L, L) mask where batch = Lq = Lk: row i is query i's mask, for every batch element")
+def mask_2d_square(rng):
+    return Case(steps=[Call(rng.randn(6, 6, 8), rng.randn(6, 6, 8), rng.randn(6, 6, 8), mask=_mask(rng, 6, 6))])
+
+
+@case(targets="masks with fewer dims than the scores broadcast from the right: (H, Lq, Lk) on (B, H, Lq, Lk)")
+def mask_fewer_dims(rng):
+    Q, K, V = rng.randn(3, 3, 5, 8), rng.randn(3, 3, 6, 8), rng.randn(3, 3, 6, 8)
+    return Case(steps=[Call(Q, K, V, _mask(rng, 3, 5, 6)), Call(Q, K, V, _mask(rng, 1, 6))])
+
+
+@case(targets="masks with several leading dims, some of size 1: (B, 1, Lq, Lk) and (1, H, 1, Lk) on 5-D inputs")
+def mask_leading_dims(rng):
+    Q, K, V = rng.randn(2, 3, 2, 4, 8), rng.randn(2, 3, 2, 5, 8), rng.randn(2, 3, 2, 5, 6)
+    return Case(steps=[Call(Q, K, V, _mask(rng, 2, 1, 1, 4, 5)), Call(Q, K, V, _mask(rng, 3, 1, 1, 5))])
+
+
+@case(targets="the same shapes with other masks in one run: nothing derived from one mask may serve another")
+def masks_share_shapes(rng):
+    Q, K, V = rng.randn(2, 4, 8), rng.randn(2, 6, 8), rng.randn(2, 6, 8)
+    return Case(steps=[Call(Q, K, V, _mask(rng, 2, 4, 6)) for _ in range(3)])
+
+
 @case(targets="large-magnitude scores: the softmax must be numerically stable")
 def large_scores(rng):
     return Case(steps=[Call(rng.randn(2, 6, 16, scale=30.0), rng.randn(2, 6, 16, scale=30.0), rng.randn(2, 6, 16))],

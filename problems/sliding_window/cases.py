@@ -43,6 +43,11 @@ def window_one(rng):
     return Case(steps=[Call(*qkv(rng, 3, 5, 4), 1)])
 
 
+@case(targets="one length, several window sizes in one run: the band depends on window_size, not only on S")
+def windows_share_length(rng):
+    return Case(steps=[Call(*qkv(rng, 2, 8, 8), w) for w in (1, 3, 0, 20, 1)])
+
+
 @case(targets="large-magnitude scores: a stable softmax")
 def large_scores(rng):
     return Case(steps=[Call(*qkv(rng, 2, 9, 16, scale=25.0), 3)], grad=False)  # forward stability only

@@ -44,6 +44,6 @@ class Attention(nn.Module):
             mask = mask & (attention_mask[:, None, None, :] == 1)
         qg = q.view(B, S, self.kv, n_rep, self.hd)
         s = torch.einsum("bsgrd,btgd->bgrst", qg, k) / math.sqrt(self.hd)  # (B, Hkv, n_rep, S, T)
-        w = s.masked_fill(~mask[:, :, None], float("-inf")).softmax(-1)
+        w = F.dropout(s.masked_fill(~mask[:, :, None], float("-inf")).softmax(-1), self.p, self.training)
         out = torch.einsum("bgrst,btgd->bsgrd", w, v).reshape(B, S, -1)
         return self.o_proj(out), past_kv
