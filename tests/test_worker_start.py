@@ -39,7 +39,8 @@ def test_device_is_initialised_before_confinement(cli, workdir, tmp_path):
     # not yet confined when the device was initialised ...
     assert facts["read_grader_files"] and facts["start_process"], facts
     if CONFINABLE:  # ... and confined afterwards, before the learner's code ran
-        assert json.loads(r.out)["limits"]["confined"] == {"filesystem": True, "processes": True}
+        confined = json.loads(r.out)["limits"]["confined"]
+        assert confined["filesystem"] is True and confined["processes"] is True, confined
 
 
 @pytest.mark.parametrize("fake,cause", [
