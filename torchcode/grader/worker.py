@@ -110,6 +110,12 @@ def _setup(config: dict, sock_fd: int) -> None:
     os.dup2(log, 1)
     os.dup2(log, 2)
     _close_fds_except({0, 1, 2, sock_fd})  # whatever the grader had open (a terminal, the store) stays out of reach
+    # Fresh streams on the output file, written through: whatever the grader's streams were (the CLI's
+    # pipe-safe wrappers, a buffer), everything printed reaches the file before a kill can lose it.
+    sys.stdout = open(1, "w", buffering=1, encoding="utf-8", errors="backslashreplace", closefd=False)
+    sys.stderr = open(2, "w", buffering=1, encoding="utf-8", errors="backslashreplace", closefd=False)
+    sys.stdout.reconfigure(write_through=True)
+    sys.stderr.reconfigure(write_through=True)
     os.chdir(config["cwd"])
     torch.set_num_threads(int(config.get("threads", 1)))
     config["path"], config["protected"] = learner, protected
