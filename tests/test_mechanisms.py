@@ -144,7 +144,9 @@ def test_cases_run_in_a_seeded_order_and_are_reported_in_definition_order(grader
 
 def test_replay_with_new_values_exposes_a_cache_keyed_by_shape(grader, catalog):
     spec = catalog.get("gqa")
-    report = grader.grade(spec, spec.folder / "wrong" / "kv_weights_cached_by_shape.py", seed=3)
+    # one case alone: its first run is clean, so only the replay (new values, same shapes) can expose the cache
+    # (the problem's own same-shape cases catch it too; they are not what this test is about)
+    report = grader.grade(spec, spec.folder / "wrong" / "kv_weights_cached_by_shape.py", seed=3, only=["grouped_8_2"])
     bad = [c for c in report.cases if not c.passed]
     assert len(bad) == 1 and bad[0].replay, [(c.name, c.verdict.value) for c in report.cases]
     assert bad[0].message.startswith("your code gave a different answer for the same shapes with new values: do you "

@@ -214,8 +214,18 @@ def clean_error(err) -> dict:
     names = err.get("names", [])
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise protocol.ProtocolError("bad error report")
-    return {"kind": err.get("kind", ""), "message": err.get("message", "")[:4000], "traceback": err.get("traceback", "")[:8000],
-            "stage": err.get("stage", "")[:200], "names": [n[:200] for n in names[:16]]}
+    out = {"kind": err.get("kind", ""), "message": err.get("message", "")[:4000], "traceback": err.get("traceback", "")[:8000],
+           "stage": err.get("stage", "")[:200], "names": [n[:200] for n in names[:16]]}
+    if out["kind"] == "mutated":  # which input changed: small ints, a short name, a short index path
+        small = lambda v: type(v) is int and 0 <= v < 1 << 16  # noqa: E731
+        where, path, prev = err.get("where"), err.get("path") or [], err.get("prev")
+        if not (small(err.get("during")) and small(err.get("given")) and (small(where) or isinstance(where, str))
+                and isinstance(path, list) and len(path) <= 8 and all(small(i) for i in path)
+                and (prev is None or small(prev))):
+            raise protocol.ProtocolError("bad error report")
+        out.update(during=err["during"], given=err["given"], where=where if small(where) else where[:100],
+                   path=path, prev=prev)
+    return out
 
 
 def clean_reply(reply: dict) -> dict:
