@@ -76,11 +76,14 @@ def cli(workdir):
 
     exe = shutil.which("torchcode")
 
-    def run(*args: str, cwd: Path | None = None, timeout: float = 120, env: dict | None = None) -> Run:
+    def run(*args: str, cwd: Path | None = None, timeout: float = 120, env: dict | None = None,
+            preexec_fn=None) -> Run:
+        """``env`` values of None remove the variable; ``preexec_fn`` runs in the child before exec."""
         cmd = [exe, *args] if exe else [sys.executable, "-m", "torchcode", *args]
-        full_env = dict(os.environ, COLUMNS="200", NO_COLOR="1", **(env or {}))
+        full_env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", **(env or {})}
+        full_env = {k: v for k, v in full_env.items() if v is not None}
         p = subprocess.run(cmd, cwd=cwd or workdir, capture_output=True, text=True, timeout=timeout,
-                           env=full_env, stdin=subprocess.DEVNULL)
+                           env=full_env, stdin=subprocess.DEVNULL, preexec_fn=preexec_fn)
         return Run(p.returncode, p.stdout, p.stderr)
 
     return run

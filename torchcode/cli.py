@@ -161,11 +161,27 @@ def validate(problems: Annotated[Optional[list[str]], typer.Argument(help="Probl
 
 
 def main() -> None:
+    """The boundary: user errors become one message (exit 2), a closed pipe nothing at all (the
+    command keeps its own exit code), and output never crashes on encoding."""
+    from torchcode.render import terminal
+
+    terminal.setup()
+    code = _run()
+    terminal.finish()
+    sys.exit(code)
+
+
+def _run():
     try:
         app()
+    except SystemExit as e:
+        return e.code
     except TorchcodeError as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(e.exit_code)
+        from torchcode.render.terminal import inert
+
+        print(f"error: {inert(str(e))}", file=sys.stderr)
+        return e.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        sys.exit(130)
+        return 130
+    return 0

@@ -9,6 +9,7 @@ from pathlib import Path
 from torchcode.commands.common import catalog, display_path, resolve_target, store
 from torchcode.errors import UsageError
 from torchcode.render import console, err_console
+from torchcode.render.terminal import inert
 
 
 def run(target: str | None, problem: str | None, limits, dtype: str, sizes: list[int] | None, reps: int,
@@ -25,8 +26,8 @@ def run(target: str | None, problem: str | None, limits, dtype: str, sizes: list
             limits.device = resolve_device(limits.device)
             graded = grader.grade(spec, path, dtypes=[dtype])
             if not graded.passed:
-                err_console().print(f"{display_path(path)} is not accepted ({graded.verdict.value}: {graded.message}). "
-                                    f"Only correct kernels are benchmarked: run `torchcode check {spec.id}` first.",
+                err_console().print(inert(f"{display_path(path)} is not accepted ({graded.verdict.value}: {graded.message}). "
+                                          f"Only correct kernels are benchmarked: run `torchcode check {spec.id}` first."),
                                     markup=False, highlight=False)
                 return 1
             if as_json or not sys.stderr.isatty():

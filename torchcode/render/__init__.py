@@ -28,7 +28,7 @@ def console() -> Console:
 
 
 def err_console() -> Console:
-    return Console(stderr=True, highlight=False)
+    return Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def verdict_label(verdict: str) -> tuple[str, str]:

@@ -25,6 +25,9 @@ def problem_table(problems: list[ProblemSpec], progress: dict[str, ProblemProgre
 
     from typer import echo, style
 
+    from torchcode.render.terminal import glyphs
+
+    more = glyphs()["more"]
     width = shutil.get_terminal_size((100, 24)).columns if sys.stdout.isatty() else 10**6  # pipes get it all
     id_w = max(len(p.id) for p in problems)
     title_w = max(len(p.title) for p in problems)
@@ -39,7 +42,7 @@ def problem_table(problems: list[ProblemSpec], progress: dict[str, ProblemProgre
         head = f"{n:>4}  {p.id:<{id_w}}  {p.title:<{title_w}}  {p.difficulty:<6}  {st:<9}  "
         tags = ", ".join(p.tags)
         room = max(width - len(head) - 1, 0)
-        tags = tags if len(tags) <= room else tags[: max(room - 1, 0)] + "…"
+        tags = tags if len(tags) <= room else tags[: max(room - len(more), 0)] + more
         echo(f"{n:>4}  " + style(f"{p.id:<{id_w}}", bold=True) + f"  {p.title:<{title_w}}  "
              + style(f"{p.difficulty:<6}", fg=_FG.get(p.difficulty)) + "  "
              + style(f"{st:<9}", fg=_STATUS_FG.get(st), dim=st == "todo") + "  " + style(tags, dim=True))
@@ -85,10 +88,14 @@ def dashboard(con: Console, problems: list[ProblemSpec], progress: dict[str, Pro
     from rich.text import Text
 
     from torchcode.render import STATUS_STYLE, verdict_label
+    from torchcode.render.terminal import ASCII, glyphs
+
     counts = {"solved": 0, "attempted": 0, "todo": 0}
     table = Table(title="Your progress", header_style="bold")
-    for col in ("id", "status", "attempts", "best time", "last verdict", "last check"):
-        table.add_column(col)
+    overflow = "fold" if glyphs(con.file) is ASCII else "ellipsis"  # rich's ellipsis is always "…"
+    table.add_column("id", no_wrap=True, min_width=max((len(p.id) for p in problems), default=2))  # what you type: never cut
+    for col in ("status", "attempts", "best time", "last verdict", "last check"):
+        table.add_column(col, overflow=overflow)
     for p in problems:
         pr = progress.get(p.id, ProblemProgress(p.id))
         counts[pr.status] += 1

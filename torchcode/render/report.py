@@ -8,9 +8,13 @@ from rich.text import Text
 
 from torchcode.grader.result import Report, Verdict
 from torchcode.render import verdict_label
+from torchcode.render.terminal import glyphs, inert
 
 
 def report(con: Console, r: Report, *, display_file: str) -> None:
+    """Text the submission controls (its output, messages, tracebacks) and the file name are shown inertly."""
+    g = glyphs(con.file)
+    display_file = inert(display_file)
     style, label = verdict_label(r.verdict.value)
     head = Text.assemble((f"{label}", style), f"  {r.problem}  ", (display_file, "dim"),
                          f"  {r.cases_passed}/{len(r.cases)} cases  {r.seconds:.2f}s")
@@ -23,14 +27,12 @@ def report(con: Console, r: Report, *, display_file: str) -> None:
         con.print(Text(f"   {'case':<{case_w}}  {'result':<{res_w}}  what it checks", style="bold"))
         for c in r.cases:
             cs, cl = verdict_label(c.verdict.value)
-            mark = ("✓", "green") if c.passed else ("·" if c.verdict is Verdict.NOT_RUN else "✗", cs)
+            mark = (g["pass"], "green") if c.passed else (g["skip"] if c.verdict is Verdict.NOT_RUN else g["fail"], cs)
             line = Text.assemble(mark, "  ", f"{c.name:<{case_w}}", "  ", (f"{cl:<{res_w}}", cs), "  ", (c.targets, "dim"))
-            line.truncate(con.width, overflow="ellipsis")
-            con.print(line, no_wrap=True)
+            con.print(_fit(line, con.width, g["more"]), no_wrap=True)
             if not c.passed and c.verdict is not Verdict.NOT_RUN and c.message:  # each failure with its own message
-                why = Text(" " * (case_w + 5) + _one_line(c))
-                why.truncate(con.width, overflow="ellipsis")
-                con.print(why, no_wrap=True)
+                why = Text(" " * (case_w + 5) + inert(_one_line(c)))
+                con.print(_fit(why, con.width, g["more"]), no_wrap=True)
     if r.passed:
         con.print("[green]All hidden cases pass: outputs and gradients match the reference.[/green]")
         return
@@ -46,7 +48,7 @@ def report(con: Console, r: Report, *, display_file: str) -> None:
     if bad and bad.mismatch:
         m = bad.mismatch
         plain = bad.message.startswith(f"{m.what} does not match the reference")
-        body.append(f"{m.what} does not match the reference." if plain else bad.message)
+        body.append(f"{m.what} does not match the reference." if plain else inert(bad.message))
         body.append("\n\n")
         body.append(f"  {'where':<14}{m.what} at index {m.index} (shape {m.shape})\n")
         body.append(f"  {'expected':<14}{m.expected:.6g}\n")
@@ -55,18 +57,18 @@ def report(con: Console, r: Report, *, display_file: str) -> None:
         body.append(f"  {'max rel err':<14}{m.max_rel_err:.3g}\n")
         body.append(f"  {'elements off':<14}{m.bad:,} of {m.total:,}")
     else:
-        body.append(r.message or (bad.message if bad else ""))
+        body.append(inert(r.message or (bad.message if bad else "")))
     tb = (bad.traceback if bad else "") or r.traceback
     if tb and r.verdict is not Verdict.NOT_IMPLEMENTED:
         body.append("\n\n")
-        body.append(tb.rstrip(), style="yellow")
+        body.append(inert(tb.rstrip()), style="yellow")
     con.print(Panel(body, title=Text(label, style=style), title_align="left", border_style=style.split()[-1]))
     if r.output.strip():
-        con.print(Panel(Text(r.output.rstrip()), title="your code printed", title_align="left", border_style="dim"))
+        con.print(Panel(Text(inert(r.output.rstrip())), title="your code printed", title_align="left", border_style="dim"))
     ran = any(c.verdict is not Verdict.NOT_RUN for c in r.cases)  # the seed matters only once cases ran
     if ran and r.verdict not in (Verdict.NOT_IMPLEMENTED, Verdict.SYNTAX_ERROR, Verdict.BAD_INTERFACE):
-        con.print(f"[dim]seed {r.seed}: reproduce with `torchcode check {display_file} --problem {r.problem} --seed {r.seed}`[/dim]",
-                  soft_wrap=True)
+        con.print(Text(f"seed {r.seed}: reproduce with `torchcode check {display_file} --problem {r.problem} --seed {r.seed}`",
+                       style="dim"), soft_wrap=True)
 
 
 def _one_line(c) -> str:
@@ -76,3 +78,11 @@ def _one_line(c) -> str:
         return (f"{m.what}: {m.bad:,} of {m.total:,} elements off, max abs err {m.max_abs_err:.3g} "
                 f"(allowed {m.allowed:.2g})")
     return c.message.splitlines()[0] if c.message else ""
+
+
+def _fit(line: Text, width: int, more: str) -> Text:
+    """``line`` cut to ``width`` cells, ending in ``more`` (… or ...) when cut (rich's own ellipsis is always …)."""
+    if line.cell_len > width:
+        line.truncate(max(width - len(more), 0))
+        line.append(more)
+    return line
