@@ -9,11 +9,15 @@ from pathlib import Path
 from torchcode.catalog.spec import DTYPES
 from torchcode.commands.common import catalog, display_path, resolve_target, store, warn_store
 from torchcode.errors import StoreError, UsageError
+from torchcode.progress import SEED_MAX, SEED_MIN
 from torchcode.render import console, err_console
 
 
 def run(target: str | None, problem: str | None, seed: int | None, as_json: bool, limits,
         problems_dirs: list[Path] | None, dtypes: list[str] | None = None) -> int:
+    if seed is not None and not SEED_MIN <= seed <= SEED_MAX:
+        raise UsageError(f"--seed must be a whole number from {SEED_MIN} to {SEED_MAX} "
+                         f"(the seed a check prints), not {seed}")
     cat = catalog(problems_dirs)
     st = store()
     spec, path = resolve_target(cat, st, target, problem)
