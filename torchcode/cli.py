@@ -161,12 +161,21 @@ def validate(problems: Annotated[Optional[list[str]], typer.Argument(help="Probl
 
 
 def main() -> None:
-    """The boundary: user errors become one message (exit 2), a closed pipe nothing at all (the
-    command keeps its own exit code), and output never crashes on encoding."""
+    """The boundary: user errors become one message (exit 2), Ctrl-C one message (exit 130), a closed
+    pipe nothing at all (the command keeps its own exit code), and output never crashes on encoding."""
+    from torchcode.commands import interrupts
     from torchcode.render import terminal
 
     terminal.setup()
-    code = _run()
+    interrupts.install()
+    try:
+        code = _run()
+        interrupted = interrupts.settle()
+    except KeyboardInterrupt:  # the one KeyboardInterrupt, raised on the way out of _run
+        interrupted = True
+    if interrupted:  # however it travelled (typer turns Ctrl-C into a bare exit 130)
+        print(interrupts.message, file=sys.stderr)
+        code = 130
     terminal.finish()
     sys.exit(code)
 
@@ -182,6 +191,5 @@ def _run():
         print(f"error: {inert(str(e))}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
         return 130
     return 0

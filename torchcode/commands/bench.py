@@ -21,27 +21,23 @@ def run(target: str | None, problem: str | None, limits, dtype: str, sizes: list
     from torchcode.grader.bench import bench_sizes, run_bench
     from torchcode.grader.judge import Grader, resolve_device
 
-    try:
-        with Grader(limits) as grader:
-            limits.device = resolve_device(limits.device)
-            graded = grader.grade(spec, path, dtypes=[dtype])
-            if not graded.passed:
-                err_console().print(inert(f"{display_path(path)} is not accepted ({graded.verdict.value}: {graded.message}). "
-                                          f"Only correct kernels are benchmarked: run `torchcode check {spec.id}` first."),
-                                    markup=False, highlight=False)
-                return 1
-            if as_json or not sys.stderr.isatty():
-                report = run_bench(grader, spec, path, dtype=dtype, sizes=sizes, reps=reps)
-            else:
-                from rich.progress import Progress
+    with Grader(limits) as grader:  # Ctrl-C: the CLI boundary says "interrupted" and exits 130
+        limits.device = resolve_device(limits.device)
+        graded = grader.grade(spec, path, dtypes=[dtype])
+        if not graded.passed:
+            err_console().print(inert(f"{display_path(path)} is not accepted ({graded.verdict.value}: {graded.message}). "
+                                      f"Only correct kernels are benchmarked: run `torchcode check {spec.id}` first."),
+                                markup=False, highlight=False)
+            return 1
+        if as_json or not sys.stderr.isatty():
+            report = run_bench(grader, spec, path, dtype=dtype, sizes=sizes, reps=reps)
+        else:
+            from rich.progress import Progress
 
-                with Progress(console=err_console(), transient=True) as bar:
-                    task = bar.add_task("benchmarking", total=max(len(bench_sizes(spec, limits.device, sizes)), 1))
-                    report = run_bench(grader, spec, path, dtype=dtype, sizes=sizes, reps=reps,
-                                       on_step=lambda i, n, label: bar.update(task, completed=i, description=label))
-    except KeyboardInterrupt:
-        err_console().print("interrupted", markup=False)
-        return 130
+            with Progress(console=err_console(), transient=True) as bar:
+                task = bar.add_task("benchmarking", total=max(len(bench_sizes(spec, limits.device, sizes)), 1))
+                report = run_bench(grader, spec, path, dtype=dtype, sizes=sizes, reps=reps,
+                                   on_step=lambda i, n, label: bar.update(task, completed=i, description=label))
     if as_json:
         sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
     else:

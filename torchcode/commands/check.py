@@ -1,46 +1,89 @@
-"""`torchcode check`: grade a file, show the verdict, record the attempt."""
+"""`torchcode check`: grade a file, record the attempt, show the verdict.
+
+Ctrl-C has one outcome wherever it lands: the "interrupted" message, exit 130, nothing
+recorded, nothing printed on stdout, no worker or zygote left, no temporary directory left.
+The attempt's record is the point of no return: the report is rendered (not yet printed)
+before it, and printed after it.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 from torchcode.catalog.spec import DTYPES
+from torchcode.commands import interrupts
 from torchcode.commands.common import catalog, display_path, resolve_target, store, warn_store
 from torchcode.errors import StoreError, UsageError
+from torchcode.progress import SEED_MAX, SEED_MIN
 from torchcode.render import console, err_console
+
+INTERRUPTED = "interrupted: the check was stopped and nothing was recorded"
 
 
 def run(target: str | None, problem: str | None, seed: int | None, as_json: bool, limits,
         problems_dirs: list[Path] | None, dtypes: list[str] | None = None) -> int:
+    interrupts.message = INTERRUPTED
+    if seed is not None and not SEED_MIN <= seed <= SEED_MAX:
+        raise UsageError(f"--seed must be a whole number from {SEED_MIN} to {SEED_MAX} "
+                         f"(the seed a check prints), not {seed}")
     cat = catalog(problems_dirs)
     st = store()
     spec, path = resolve_target(cat, st, target, problem)
+    wanted = _dtypes(spec, dtypes)
     from torchcode.grader.judge import Grader, resolve_device  # the only command that imports torch
 
-    try:
-        with Grader(limits) as grader:  # forks the zygote before anything touches CUDA
-            limits.device = resolve_device(limits.device)
-            report = grader.grade(spec, path, seed=seed, dtypes=_dtypes(spec, dtypes))
-    except KeyboardInterrupt:
-        err_console().print("interrupted: the check was stopped and nothing was recorded", markup=False)
-        return 130
-    try:
-        st.record_attempt(problem=spec.id, verdict=report.verdict.value, passed=report.cases_passed,
-                          total=len(report.cases), seconds=report.seconds,
-                          kernel_seconds=sum(c.seconds for c in report.cases), sha256=report.sha256,
-                          file=str(path), seed=report.seed)
-    except StoreError as e:
-        err_console().print(f"warning: progress not saved: {e}", markup=False, highlight=False)
+    with _private_tempdir(), Grader(limits) as grader:  # forks the zygote before anything touches CUDA
+        limits.device = resolve_device(limits.device)
+        report = grader.grade(spec, path, seed=seed, dtypes=wanted)
+    shown = json.dumps(report.to_dict(), indent=2) + "\n" if as_json else _rendered(report, path)
+    notes = []
+    with interrupts.deferred():  # recording is never cut in half; a Ctrl-C before its commit cancels it
+        try:
+            st.record_attempt(problem=spec.id, verdict=report.verdict.value, passed=report.cases_passed,
+                              total=len(report.cases), seconds=report.seconds,
+                              kernel_seconds=sum(c.seconds for c in report.cases), sha256=report.sha256,
+                              file=str(path), seed=report.seed, before_commit=interrupts.check)
+        except StoreError as e:
+            interrupts.check()
+            notes.append(f"warning: progress not saved: {e}")
+        interrupts.settle()
+    sys.stdout.write(shown)
+    sys.stdout.flush()
+    for note in notes:
+        err_console().print(note, markup=False, highlight=False)
     warn_store(st)
-    if as_json:
-        sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
-    else:
-        from torchcode.render.report import report as render
-
-        render(console(), report, display_file=display_path(path))
     return 0 if report.passed else 1
+
+
+def _rendered(report, path: Path) -> str:
+    from torchcode.render.report import report as render
+
+    con = console()
+    with con.capture() as captured:
+        render(con, report, display_file=display_path(path))
+    return captured.get()
+
+
+@contextlib.contextmanager
+def _private_tempdir():
+    """Every temporary file of this check goes under one folder, removed at the end whatever
+    interrupts the check (the grader's own clean-up may be cut short by Ctrl-C)."""
+    old, root = tempfile.tempdir, None
+    try:
+        with interrupts.deferred():
+            root = tempfile.mkdtemp(prefix="torchcode-check-")
+            tempfile.tempdir = root
+        yield
+    finally:
+        with interrupts.deferred():
+            tempfile.tempdir = old
+            if root:
+                shutil.rmtree(root, ignore_errors=True)
 
 
 def _dtypes(spec, asked: list[str] | None) -> list[str] | None:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Callable, TypeVar
 
 from torchcode.catalog import Catalog, ProblemSpec, load_catalog
-from torchcode.errors import UsageError
+from torchcode.errors import StoreError, UsageError
 from torchcode.progress import Store
+
+T = TypeVar("T")
 
 
 def catalog(problems_dirs: list[Path] | None) -> Catalog:
@@ -25,12 +28,25 @@ def store() -> Store:
     return Store()
 
 
-def warn_store(st: Store) -> None:
+def warn(message: str) -> None:
     from torchcode.render import err_console
 
+    err_console().print(f"warning: {message}", markup=False, highlight=False)
+
+
+def warn_store(st: Store) -> None:
     for w in st.warnings:
-        err_console().print(f"warning: {w}", markup=False, highlight=False)
+        warn(w)
     st.warnings.clear()
+
+
+def shown_progress(read: Callable[[], T], default: T) -> T:
+    """A read of the store for display: a store that cannot be read is a warning, not a failure."""
+    try:
+        return read()
+    except StoreError as e:
+        warn(f"your progress cannot be shown: {e}")
+        return default
 
 
 def display_path(path: Path) -> str:
@@ -42,7 +58,7 @@ def display_path(path: Path) -> str:
 
 def learner_file(st: Store, spec: ProblemSpec, cwd: Path) -> Path:
     """The file this directory works on for ``spec``: the one ``start`` wrote, else ./<id>.py."""
-    recorded = st.started_file(cwd, spec.id)
+    recorded = shown_progress(lambda: st.started_file(cwd, spec.id), None)
     return Path(recorded) if recorded else cwd / f"{spec.id}.py"
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from torchcode.commands.common import catalog, store, warn_store
+from torchcode.commands.common import catalog, shown_progress, store, warn, warn_store
+from torchcode.errors import StoreError
 from torchcode.render import console
 from torchcode.render.catalog import hints
 
@@ -13,14 +14,21 @@ def run(problem: str, show_all: bool, problems_dirs: list[Path] | None) -> int:
     spec = catalog(problems_dirs).get(problem)
     st = store()
     con = console()
+    revealed = shown_progress(lambda: st.hints_revealed(spec.id), 0)
     if show_all:
-        n = st.hints_revealed(spec.id)
-        if n == 0:
+        if revealed == 0:
             con.print(f"No hint revealed yet for {spec.id}. `torchcode hint {spec.id}` reveals the first.")
             return 0
-        hints(con, spec, list(spec.hints[:n]), len(spec.hints), only_last=False)
+        hints(con, spec, list(spec.hints[:revealed]), len(spec.hints), only_last=False)
         return 0
-    n = st.reveal_hint(spec.id, len(spec.hints))
+    n = min(revealed + 1, len(spec.hints))
+    unsaved = None
+    try:
+        n = st.reveal_hint(spec.id, len(spec.hints))
+    except StoreError as e:
+        unsaved = e
     warn_store(st)
     hints(con, spec, list(spec.hints[:n]), len(spec.hints), only_last=True)
+    if unsaved:
+        warn(f"hint {n} is shown but could not be recorded as revealed: {unsaved}")
     return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from torchcode.commands.common import catalog, store, warn_store
+from torchcode.commands.common import catalog, shown_progress, store, warn_store
 from torchcode.errors import UsageError
 from torchcode.render.catalog import problem_table
 
@@ -19,7 +19,7 @@ def run(problems_dirs: list[Path] | None, tag: str | None, difficulty: str | Non
             raise UsageError(f"--difficulty must be easy, medium or hard, not {difficulty!r}")
         problems = [p for p in problems if p.difficulty == difficulty.lower()]
     st = store()
-    progress = st.progress()
+    progress = shown_progress(st.progress, {})
     warn_store(st)
     suggestion = next((p for p in problems if not (progress.get(p.id) and progress[p.id].solved)), None)
     if not problems:

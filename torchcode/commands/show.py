@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from torchcode.commands.common import catalog, store
+from torchcode.commands.common import catalog, shown_progress, store
 from torchcode.render import console
 from torchcode.render.catalog import statement
 
 
 def run(problem: str, problems_dirs: list[Path] | None) -> int:
     spec = catalog(problems_dirs).get(problem)
-    statement(console(), spec, store().hints_revealed(spec.id))
+    st = store()
+    statement(console(), spec, shown_progress(lambda: st.hints_revealed(spec.id), 0))
     return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from torchcode.commands.common import catalog, store
+from torchcode.commands.common import catalog, shown_progress, store
 from torchcode.errors import UsageError
 from torchcode.render import console
 from torchcode.scaffold import solution_source
@@ -13,7 +13,8 @@ from torchcode.scaffold import solution_source
 
 def run(problem: str, yes: bool, problems_dirs: list[Path] | None) -> int:
     spec = catalog(problems_dirs).get(problem)
-    if not yes and not store().is_solved(spec.id):
+    st = store()
+    if not yes and not shown_progress(lambda: st.is_solved(spec.id), False):
         if not sys.stdin.isatty():
             raise UsageError(f"you have not solved {spec.id} yet; pass --yes to see the reference anyway")
         import typer

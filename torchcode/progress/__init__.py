@@ -3,7 +3,9 @@
 It lives at ``$TORCHCODE_HOME/progress.sqlite3`` (default: the platform's user data
 directory). WAL mode and a busy timeout let many checks record at once; every
 write is one transaction, so a check killed mid-write loses at most its own record.
-A corrupt file is moved aside (never overwritten) and a fresh one started.
+A corrupt file is moved aside (never overwritten) and a fresh one started. A store that
+cannot be written (a read-only folder or file, a read-only mount) is opened read-only:
+reads work, writes raise ``StoreError`` and the caller says what was not saved.
 """
 
 from __future__ import annotations
@@ -13,11 +15,13 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from torchcode import paths
 from torchcode.errors import StoreError
 
 SCHEMA_VERSION = 1
+SEED_MIN, SEED_MAX = 0, 2**63 - 1  # what `check --seed` accepts: a SQLite INTEGER, never negative
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS attempts (
     id INTEGER PRIMARY KEY,
@@ -67,7 +71,9 @@ class Store:
     def __init__(self, path: Path | None = None):
         self.path = Path(path) if path else paths.progress_db()
         self.warnings: list[str] = []
+        self.read_only: str | None = None  # why the store could only be opened read-only
         self._conn: sqlite3.Connection | None = None
+        self._empty = False  # opened read-only before any table was created: nothing recorded yet
 
     # -- connection ---------------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
@@ -81,7 +87,9 @@ class Store:
         try:
             self._conn = self._open()
         except sqlite3.DatabaseError as e:
-            if self._is_corrupt(e):
+            if self._is_unwritable(e) and self.path.is_file():
+                self._conn = self._open_read_only(e)
+            elif self._is_corrupt(e):
                 self._move_aside(e)
                 self._conn = self._open()
             else:
@@ -106,6 +114,35 @@ class Store:
             conn.close()
             raise
         return conn
+
+    def _open_read_only(self, cause: sqlite3.DatabaseError) -> sqlite3.Connection:
+        """Open a store this process cannot write. ``mode=ro`` still needs the WAL index beside the
+        file; in a read-only folder only ``immutable=1`` opens it (nothing can write it then anyway)."""
+        uri = self.path.resolve().as_uri()
+        error: Exception = cause
+        for query in ("mode=ro", "immutable=1"):
+            conn = None
+            try:
+                conn = sqlite3.connect(f"{uri}?{query}", uri=True, timeout=30, isolation_level=None)
+                version = conn.execute("PRAGMA user_version").fetchone()[0]
+                tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            except sqlite3.DatabaseError as e:
+                if conn is not None:
+                    conn.close()
+                error = e
+                continue
+            if version > SCHEMA_VERSION:
+                conn.close()
+                raise StoreError(f"{self.path} was written by a newer torchcode (schema {version}); upgrade torchcode")
+            self._empty = "attempts" not in tables
+            self.read_only = str(cause)
+            return conn
+        raise StoreError(f"cannot open the progress store {self.path}: {cause}; read-only: {error}") from None
+
+    @staticmethod
+    def _is_unwritable(e: Exception) -> bool:
+        name = getattr(e, "sqlite_errorname", "")
+        return name.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM")) or "readonly" in str(e)
 
     @staticmethod
     def _is_corrupt(e: Exception) -> bool:
@@ -137,25 +174,43 @@ class Store:
                         conn.execute("ROLLBACK")
                     except sqlite3.DatabaseError:
                         pass
-                if attempt == 2 or not self._is_corrupt(e) or isinstance(e, sqlite3.OperationalError) and "locked" in str(e):
+                if (attempt == 2 or self.read_only or not self._is_corrupt(e)
+                        or isinstance(e, sqlite3.OperationalError) and "locked" in str(e)):
                     raise
                 self.close()
                 self._move_aside(e)
 
-    def _write(self, sql: str, args: tuple) -> None:
+    def _write(self, sql: str, args: tuple, before_commit: Callable[[], None] | None = None) -> None:
+        """One transaction. ``before_commit()`` runs inside it; if it raises, nothing is written."""
         def write(conn):
             conn.execute("BEGIN IMMEDIATE")
-            conn.execute(sql, args)
+            try:
+                conn.execute(sql, args)
+                if before_commit is not None:
+                    before_commit()
+            except BaseException:
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass  # the connection is closed with the process; SQLite rolls back then
+                raise
             conn.execute("COMMIT")
 
+        self._connect()
+        if self.read_only:
+            raise StoreError(f"the progress store {self.path} is read-only here ({self.read_only}). "
+                             "Set TORCHCODE_HOME to a writable folder.")
         try:
             self._use(write)
-        except sqlite3.DatabaseError as e:
+        except (sqlite3.DatabaseError, OverflowError) as e:
             raise StoreError(f"cannot write the progress store {self.path}: {e}. "
                              "Set TORCHCODE_HOME to a writable folder.") from None
 
     def _read(self, sql: str, args: tuple = ()) -> list[tuple]:
         if not self.path.exists():
+            return []
+        self._connect()
+        if self._empty:
             return []
         try:
             return self._use(lambda conn: conn.execute(sql, args).fetchall())
@@ -169,10 +224,15 @@ class Store:
 
     # -- records --------------------------------------------------------------------------------
     def record_attempt(self, *, problem: str, verdict: str, passed: int, total: int, seconds: float,
-                       kernel_seconds: float, sha256: str, file: str, seed: int) -> None:
+                       kernel_seconds: float, sha256: str, file: str, seed: int,
+                       before_commit: Callable[[], None] | None = None) -> None:
+        """Record one check. ``before_commit`` may still call it off (by raising): then nothing is recorded."""
+        if not SEED_MIN <= seed <= SEED_MAX:
+            raise StoreError(f"the seed {seed} cannot be recorded: seeds go from {SEED_MIN} to {SEED_MAX}")
         self._write("INSERT INTO attempts (problem, at, verdict, passed, total, seconds, kernel_seconds, sha256, file, seed)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (problem, time.time(), verdict, passed, total, seconds, kernel_seconds, sha256, file, seed))
+                    (problem, time.time(), verdict, passed, total, seconds, kernel_seconds, sha256, file, seed),
+                    before_commit)
 
     def attempts(self, problem: str | None = None) -> list[dict]:
         cols = ("problem", "at", "verdict", "passed", "total", "seconds", "kernel_seconds", "sha256", "file", "seed")

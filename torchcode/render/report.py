@@ -29,16 +29,10 @@ def report(con: Console, r: Report, *, display_file: str) -> None:
             cs, cl = verdict_label(c.verdict.value)
             mark = (g["pass"], "green") if c.passed else (g["skip"] if c.verdict is Verdict.NOT_RUN else g["fail"], cs)
             line = Text.assemble(mark, "  ", f"{c.name:<{case_w}}", "  ", (f"{cl:<{res_w}}", cs), "  ", (c.targets, "dim"))
-            if line.cell_len > con.width:
-                line.truncate(max(con.width - len(g["more"]), 0))
-                line.append(g["more"])
-            con.print(line, no_wrap=True)
+            con.print(_fit(line, con.width, g["more"]), no_wrap=True)
             if not c.passed and c.verdict is not Verdict.NOT_RUN and c.message:  # each failure with its own message
                 why = Text(" " * (case_w + 5) + inert(_one_line(c)))
-                if why.cell_len > con.width:
-                    why.truncate(max(con.width - len(g["more"]), 0))
-                    why.append(g["more"])
-                con.print(why, no_wrap=True)
+                con.print(_fit(why, con.width, g["more"]), no_wrap=True)
     if r.passed:
         con.print("[green]All hidden cases pass: outputs and gradients match the reference.[/green]")
         return
@@ -84,3 +78,11 @@ def _one_line(c) -> str:
         return (f"{m.what}: {m.bad:,} of {m.total:,} elements off, max abs err {m.max_abs_err:.3g} "
                 f"(allowed {m.allowed:.2g})")
     return c.message.splitlines()[0] if c.message else ""
+
+
+def _fit(line: Text, width: int, more: str) -> Text:
+    """``line`` cut to ``width`` cells, ending in ``more`` (… or ...) when cut (rich's own ellipsis is always …)."""
+    if line.cell_len > width:
+        line.truncate(max(width - len(more), 0))
+        line.append(more)
+    return line

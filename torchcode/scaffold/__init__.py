@@ -72,7 +72,11 @@ def backup(path: Path) -> Path:
     while target.exists():
         n += 1
         target = path.with_name(f"{path.name}.bak-{stamp}-{n}")
-    shutil.copy2(path, target)
+    try:
+        shutil.copy2(path, target)
+    except OSError:
+        target.unlink(missing_ok=True)  # no half backup beside the file
+        raise
     return target
 
 
@@ -84,12 +88,17 @@ def write_stub(spec: ProblemSpec, path: Path, *, force: bool = False) -> Written
         if not force:
             raise UsageError(f"{path} already exists; not overwriting it. "
                              f"Use `torchcode reset {spec.id}` (keeps a backup) or `start --force`.")
-        old = backup(path)
+        try:
+            old = backup(path)
+        except OSError as e:
+            raise UsageError(f"cannot keep a backup of {path} beside it ({e.strerror}), so it was left as it is. "
+                             "Make the folder writable, or copy your file elsewhere first.") from None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     except OSError as e:
-        raise UsageError(f"cannot write {path}: {e.strerror}") from None
+        kept = f"; a copy of your file is at {old}" if old else ""
+        raise UsageError(f"cannot write {path}: {e.strerror}{kept}") from None
     return Written(path, old)
 
 
