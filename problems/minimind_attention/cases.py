@@ -106,6 +106,9 @@ def padding_flash(rng):
     return padded_prompt_then_decode(rng, config(hidden=32, heads=4, kv=1, flash=True), 8, lengths=[3, 5], S=5)
 
 
+OWN_PAST = ("a continuation from past_key_value gave other outputs than one full forward over those tokens: attend "
+            "over the past_key_value you are handed (the caller may branch, or continue on another layer with the "
+            "same weights), and keep no history of earlier calls on self")
 EVAL_DROPOUT = ("the same input twice in eval mode gave different outputs: dropout must be off in eval mode "
                 "(nn.Dropout follows self.training; for the fused kernel pass dropout_p=self.dropout if self.training "
                 "else 0.0)")
@@ -156,10 +159,9 @@ def flash_dropout_in_eval(rng):
     return c
 
 
-@case(targets="training mode with dropout 0.0, both paths: training changes nothing else")
+@case(targets="training mode with dropout 0.0, fast path: training changes nothing else")
 def train_without_dropout(rng):
-    cfg = config(hidden=32, heads=4, kv=2, flash=rng.integer(0, 1) == 1)
-    return chunks_then_full(rng, cfg, 8, B=2, sizes=[3, 2], train=True)
+    return chunks_then_full(rng, config(hidden=32, heads=4, kv=2, flash=True), 8, B=2, sizes=[3, 2], train=True)
 
 
 def differs(a, b):
@@ -198,10 +200,8 @@ def branch_from_prefix(rng):
              Call(a, pe(cos, sin, 4, 7), past_key_value=Prev(0, 1), use_cache=True),
              Call(b, pe(cos, sin, 4, 6), past_key_value=Prev(0, 1), use_cache=True),
              Call(torch.cat([prefix, b], dim=1), pe(cos, sin, 0, 6), use_cache=True)]
-    because = ("a continuation from past_key_value gave other outputs than one full forward over those tokens: attend "
-               "over the past_key_value you are handed, and keep no history of earlier calls on self")
     return Case(init=dict(config=config()), steps=steps, checks=[
-        Same(Cat([Out(0, 0), Out(2, 0)], dim=1), Out(3, 0), because),
+        Same(Cat([Out(0, 0), Out(2, 0)], dim=1), Out(3, 0), OWN_PAST),
         Same(Out(2, 1, 0), Out(3, 1, 0), CACHE_FULL),
     ])
 
@@ -217,3 +217,17 @@ def padding_changes(rng):
             mask[b, :n] = 1
         steps.append(Call(rng.randn(2, S, 32), pe(cos, sin, 0, S), attention_mask=mask).ungraded((mask == 0)[:, :, None], 0))
     return Case(init=dict(config=cfg), steps=steps)
+
+
+@case(targets="past_key_value continued on a new layer with the same weights: only the cache carries the history")
+def continue_on_new_layer(rng):
+    cos, sin = rope_tables(8, 8, theta=1e6)
+    x = rng.randn(2, 8, 64)
+    steps = [Call(x[:, :5], pe(cos, sin, 0, 5), use_cache=True),
+             Call(x[:, 5:7], pe(cos, sin, 5, 7), past_key_value=Prev(0, 1), use_cache=True).fresh(),
+             Call(x[:, 7:], pe(cos, sin, 7, 8), past_key_value=Prev(1, 1), use_cache=True).fresh(),
+             Call(x, pe(cos, sin, 0, 8), use_cache=True)]
+    return Case(init=dict(config=config(flash=True)), steps=steps, checks=[
+        Same(Cat([Out(0, 0), Out(1, 0), Out(2, 0)], dim=1), Out(3, 0), OWN_PAST),
+        Same(Out(2, 1, 0), Out(3, 1, 0), CACHE_FULL),
+    ])
