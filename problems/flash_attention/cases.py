@@ -5,6 +5,8 @@ import torch
 from torchcode.grader.cases import Call, Case, baseline, benchmark, case
 
 SxS = "the size of the full score matrix"
+ALL_KEYS = ("no softmax, max, sum or matrix product may take all S keys of a query at once. Visit the keys one block "
+            "at a time and combine the blocks with a running max and a running sum (the online softmax)")
 
 
 def flash(rng, B, S, D, block_size=None, scale=1.0):
@@ -12,7 +14,9 @@ def flash(rng, B, S, D, block_size=None, scale=1.0):
     kwargs = {} if block_size is None else {"block_size": block_size}
     bs = 32 if block_size is None else block_size
     limit = B * S * S if bs < S else None
-    return Case(steps=[Call(*args, **kwargs)], max_intermediate=limit, intermediate_hint=SxS)
+    online = S if 1 < bs < S and D < S else None  # no op may see all S keys of a query at once
+    return Case(steps=[Call(*args, **kwargs)], max_intermediate=limit, intermediate_hint=SxS,
+                max_reduction=online, reduction_hint=ALL_KEYS)
 
 
 @case(targets="block_size divides S: tiles, never the full S x S matrix")
@@ -28,6 +32,11 @@ def ragged_blocks(rng):
 @case(targets="the default block_size of 32")
 def default_block_size(rng):
     return flash(rng, 1, 70, 8)
+
+
+@case(targets="many key blocks: an online softmax over tiles, never a softmax over all keys at once")
+def many_key_blocks(rng):
+    return flash(rng, 2, 96, 8, block_size=12)
 
 
 @case(targets="large-magnitude scores: rescale the accumulator when the max grows")

@@ -9,8 +9,8 @@ MATCH_FULL = ("generating with your cache gave different outputs than one full f
 CACHE_FULL = "the cache after the last call differs from the keys/values of one full forward: append new keys after the cached ones"
 
 OWN_CACHE = ("a call continued from a cache gave other outputs than one full forward over that cache's tokens and the "
-             "new ones: attend over the cache you are handed (the caller may branch or interleave sequences), and keep "
-             "no history of earlier calls on self")
+             "new ones: attend over the cache you are handed (the caller may branch or interleave sequences, or continue "
+             "on another layer with the same weights), and keep no history of earlier calls on self")
 
 
 def chunks_then_full(rng, d_model, heads, B, sizes):
@@ -88,4 +88,14 @@ def interleaved_sequences(rng):
     return Case(init=dict(d_model=24, num_heads=2), steps=steps, checks=[
         Same(Cat([Out(0, 0), Out(2, 0), Out(4, 0)], dim=1), Out(5, 0), OWN_CACHE),
         Same(Cat([Out(1, 0), Out(3, 0)], dim=1), Out(6, 0), OWN_CACHE),
+    ])
+
+
+@case(targets="a cache continued on a new layer with the same weights: only the cache carries the history")
+def continue_on_new_layer(rng):
+    x = rng.randn(2, 8, 32)
+    steps = [Call(x[:, :5]), Call(x[:, 5:7], Prev(0, 1)).fresh(), Call(x[:, 7:], Prev(1, 1)).fresh(), Call(x)]
+    return Case(init=dict(d_model=32, num_heads=4), steps=steps, checks=[
+        Same(Cat([Out(0, 0), Out(1, 0), Out(2, 0)], dim=1), Out(3, 0), OWN_CACHE),
+        Same(Out(2, 1, 0), Out(3, 1, 0), CACHE_FULL),
     ])

@@ -47,6 +47,15 @@ def large_inputs(rng):
     return lin(B, S, rng.randn(B, S, 8, scale=8.0), rng.randn(B, S, 8, scale=8.0), rng.randn(B, S, 8))
 
 
+@case(targets="work grows linearly with S: no phi(Q) phi(K)^T, not even a block of rows at a time")
+def linear_work(rng):
+    sizes = (64, 128, 256)
+    steps = [Call(rng.randn(2, S, 16), rng.randn(2, S, 16), rng.randn(2, S, 16)) for S in sizes]
+    return Case(steps=steps, grad=False, sizes=sizes, max_work_exponent=1.5,
+                work_hint="the sums over keys (phi(K)^T V and phi(K) summed) must be computed once and shared by "
+                          "every query; any product of queries with all keys is S x S work")
+
+
 @benchmark
 def bench_inputs(rng, S):
     return Case(steps=[Call(rng.randn(1, S, 64), rng.randn(1, S, 64), rng.randn(1, S, 64))])

@@ -172,6 +172,11 @@ class Case:
     grad: bool = True  # also grade gradients w.r.t. float inputs and parameters
     max_intermediate: int | None = None  # no tensor made during a call may hold this many elements
     intermediate_hint: str = ""  # what such a tensor is, e.g. "the full S x S score matrix"
+    max_reduction: int | None = None  # no single op may combine this many values into one (softmax, sum, max, matmul)
+    reduction_hint: str = ""  # what such a reduction is, e.g. "a softmax over all S keys at once"
+    sizes: tuple[int, ...] = ()  # the problem size of each call, for max_work_exponent
+    max_work_exponent: float | None = None  # the calls' arithmetic may grow at most like size ** this
+    work_hint: str = ""  # what grows faster, e.g. "phi(Q) phi(K)^T, even in chunks"
     train: bool = False  # module mode during the calls
     name: str = ""
     targets: str = ""

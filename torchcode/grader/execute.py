@@ -126,6 +126,7 @@ class Execution:
     outputs: list = field(default_factory=list)  # raw return value of each call
     input_grads: dict[int, torch.Tensor | None] = field(default_factory=dict)  # input tensor order -> grad
     param_grads: dict[str, torch.Tensor | None] = field(default_factory=dict)
+    work: list[int] = field(default_factory=list)  # arithmetic of each call, when the guard counts it
 
 
 def materialize(v):
@@ -322,8 +323,10 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
         stage.name = f"in call {i + 1}"
         a, kw = prog.calling.call(tuple(resolve(x, i, j) for j, x in enumerate(args)),
                                   {k: resolve(x, i, k) for k, x in kwargs.items()})
-        with guard():
+        with guard() as g:
+            before = getattr(g, "work", 0)
             ex.outputs.append(target(*a, **kw))
+        ex.work.append(getattr(g, "work", 0) - before)
         check_inputs(i)
         watch(ex.outputs[-1], i, RETURNED, (), i)
 

@@ -11,6 +11,10 @@
   modes and kernels are still in place (a change is reported as tampering).
 - Memory: the dispatch mode records the largest storage any op allocated, so a problem can
   forbid the full S x S score matrix.
+- Work: the dispatch mode counts arithmetic (multiply-adds of matrix products, elements read by
+  reductions, elements written by pointwise ops), so a problem can bound how work grows with S;
+  and it records the widest reduction (the most values one op combines into one result, e.g. a
+  softmax over every key at once).
 
 Each finding is sent to the trusted side at once (``report``), where the learner's code can no
 longer take it back; a learner who catches our exception still gets the verdict.
@@ -75,6 +79,11 @@ ESCAPE_HATCHES = {
     "get_referents": _FRAMES,
     "torchcode": "reaches into the grader and its reference solutions",
 }
+
+
+# matrix products: work = output elements x the contracted size
+_MATMUL = {"mm", "bmm", "addmm", "baddbmm", "addbmm", "mv", "addmv", "dot", "vdot"}
+_SOFTMAX = {"_softmax", "_log_softmax", "_safe_softmax", "softmax", "log_softmax"}
 
 
 class ForbiddenCall(BaseException):
@@ -246,6 +255,8 @@ class Guard:
         self.largest = 0
         self.largest_bytes = 0
         self.largest_shape: list[int] = []
+        self.work = 0  # arithmetic so far, see _count
+        self.widest: list = [0, "", []]  # the widest reduction: values combined, aten op, input shape
         self._modes = None
         self._depth = (0, 0)
 
@@ -276,6 +287,33 @@ class Guard:
                         _REPORT[0](too_large=n, shape=list(t.shape))
                     self.largest, self.largest_shape = n, list(t.shape)
                 self.largest_bytes = max(self.largest_bytes, n * t.element_size())
+
+    def _count(self, func, args, kwargs, out) -> None:
+        """Add an op's arithmetic to ``work`` and remember the widest reduction (float inputs only)."""
+        name = getattr(getattr(func, "overloadpacket", None), "__name__", "")
+        tags = getattr(func, "tags", ())
+        first = args[0] if args and isinstance(args[0], torch.Tensor) else None
+        if name in _MATMUL:
+            a = args[1] if name.startswith("add") or name == "baddbmm" else args[0]
+            inner = a.shape[-1] if isinstance(a, torch.Tensor) and a.dim() else 1
+            n = sum(t.numel() for t in tree_leaves(out) if isinstance(t, torch.Tensor))
+            self.work += n * inner
+            self._widest(inner, name, a)
+        elif first is not None and (name in _SOFTMAX or torch.Tag.reduction in tags):
+            self.work += first.numel()
+            dim = args[1] if len(args) > 1 else (kwargs or {}).get("dim")
+            dims = [dim] if isinstance(dim, int) else list(dim) if isinstance(dim, (list, tuple)) else []
+            if dims and first.is_floating_point() and first.dim():
+                extent = 1
+                for d in dims:
+                    extent *= first.shape[d]
+                self._widest(extent, name, first)
+        elif torch.Tag.pointwise in tags:
+            self.work += max((t.numel() for t in tree_leaves(out) if isinstance(t, torch.Tensor)), default=0)
+
+    def _widest(self, extent: int, name: str, t) -> None:
+        if extent > self.widest[0]:
+            self.widest = [int(extent), name, list(getattr(t, "shape", []))]
 
     # -- modes -----------------------------------------------------------------------
     def __enter__(self):
@@ -368,6 +406,7 @@ class _KernelGuard(TorchDispatchMode):
                 guard.forbid(name)
         out = func(*args, **(kwargs or {}))
         guard._record(out, tree_leaves((args, kwargs or {})))
+        guard._count(func, args, kwargs, out)
         return out
 
 

@@ -20,6 +20,7 @@ class Verdict(str, Enum):
     RUNTIME_ERROR = "runtime_error"
     FORBIDDEN_CALL = "forbidden_call"
     TOO_MUCH_MEMORY = "too_much_memory"  # an intermediate as large as the full score matrix
+    WRONG_ALGORITHM = "wrong_algorithm"  # work that grows too fast with S, or a reduction the algorithm must avoid
     TIME_LIMIT = "time_limit"
     MEMORY_LIMIT = "memory_limit"  # the worker's address-space limit was hit
     CRASHED = "crashed"  # the process died (signal, os._exit, out of memory)
@@ -34,7 +35,7 @@ class Verdict(str, Enum):
 SEVERITY = [
     Verdict.SYNTAX_ERROR, Verdict.BAD_INTERFACE, Verdict.NOT_IMPLEMENTED, Verdict.FORBIDDEN_CALL,
     Verdict.CRASHED, Verdict.TIME_LIMIT, Verdict.MEMORY_LIMIT, Verdict.WRONG_DEVICE, Verdict.RUNTIME_ERROR,
-    Verdict.TOO_MUCH_MEMORY, Verdict.WRONG_OUTPUT, Verdict.WRONG_ANSWER, Verdict.NOT_RUN, Verdict.ACCEPTED,
+    Verdict.TOO_MUCH_MEMORY, Verdict.WRONG_ALGORITHM, Verdict.WRONG_OUTPUT, Verdict.WRONG_ANSWER, Verdict.NOT_RUN, Verdict.ACCEPTED,
 ]
 
 

@@ -47,6 +47,10 @@ def judge_case(pol: GradingPolicy, p: Prepared, reply: dict, tensors: list[torch
                        f"{c.max_intermediate:,}" + (f" ({c.intermediate_hint})" if c.intermediate_hint else "")
                        + ". Compute the result without materialising a tensor that grows with S x S.")
         return res
+    algorithm = _algorithm_problem(c, reply)
+    if algorithm:
+        res.verdict, res.message = Verdict.WRONG_ALGORITHM, algorithm
+        return res
     try:
         outputs = [_learner_value(v, tensors) for v in reply["outputs"]]
         in_grads = {int(k): _learner_value(v, tensors) for k, v in reply["input_grads"].items()}
@@ -123,6 +127,7 @@ def judge_case(pol: GradingPolicy, p: Prepared, reply: dict, tensors: list[torch
                 return _wrong(res, m) if isinstance(m, Mismatch) else _no_grad(res, m)
     return res
 
+
 def _mutated_message(p: Prepared, err: dict) -> str:
     """Which input the learner's code changed in place, in the contract's names, and what to do instead."""
     steps, multi = p.case.steps, len(p.case.steps) > 1
@@ -158,6 +163,27 @@ def _mutated_message(p: Prepared, err: dict) -> str:
     return (f"your code modified its input `{name}` in place {when}: the caller's tensors must be left unchanged. "
             "Use out-of-place operations (`x = x * s`, not `x *= s`; `masked_fill`, not `masked_fill_`) or work on "
             "a copy.")
+
+
+def _algorithm_problem(c, reply: dict) -> str | None:
+    """The case's bounds on how the result is computed: the widest reduction, and how work grows with size."""
+    n, op, shape = reply["widest"]
+    if c.max_reduction is not None and n >= c.max_reduction:
+        return (f"one operation of yours ({op} on a tensor of shape ({' x '.join(map(str, shape)) or '?'})) combined "
+                f"{n:,} values into each of its results; this case allows fewer than {c.max_reduction:,}"
+                + (f": {c.reduction_hint}" if c.reduction_hint else "") + ".")
+    work = reply["work"]
+    if c.max_work_exponent is None or len(work) != len(c.sizes) or len(work) < 2:
+        return None
+    w0, w1, s0, s1 = float(work[0]), float(work[-1]), c.sizes[0], c.sizes[-1]
+    if w0 <= 0 or w1 <= 0 or s1 <= s0:
+        return None
+    exponent = math.log(w1 / w0) / math.log(s1 / s0)
+    if exponent <= c.max_work_exponent:
+        return None
+    counts = ", ".join(f"{int(w):,} at S={s}" for w, s in zip(work, c.sizes))
+    return (f"your code's arithmetic grows like S^{exponent:.2f} ({counts}); this problem allows at most "
+            f"S^{c.max_work_exponent:g}" + (f": {c.work_hint}" if c.work_hint else "") + ".")
 
 
 def _grad(pol: GradingPolicy, what, got, gold, ref):
@@ -237,6 +263,12 @@ def clean_reply(reply: dict) -> dict:
     shape = out["largest_shape"]
     if not isinstance(shape, list) or len(shape) > protocol.MAX_DIMS or not all(type(x) is int for x in shape):
         raise protocol.ProtocolError("bad shape")
+    widest = reply.get("widest", [0, "", []])
+    if not (isinstance(widest, list) and len(widest) == 3 and type(widest[0]) is int and isinstance(widest[1], str)
+            and isinstance(widest[2], list) and len(widest[2]) <= protocol.MAX_DIMS
+            and all(type(x) is int for x in widest[2])):
+        raise protocol.ProtocolError("bad reduction")
+    out["widest"] = [int(number(widest[0], "size")), widest[1][:40], widest[2]]
     if "error" in reply:
         out["error"] = clean_error(reply["error"])
         return out
@@ -245,7 +277,10 @@ def clean_reply(reply: dict) -> dict:
         raise protocol.ProtocolError("missing outputs or gradients")
     if not all(k.isdigit() and len(k) < 10 for k in ig):
         raise protocol.ProtocolError("bad gradient index")
-    out.update(outputs=outputs, input_grads=ig, param_grads=pg)
+    work = reply.get("work", [])
+    if not isinstance(work, list) or len(work) > len(outputs):
+        raise protocol.ProtocolError("bad work counts")
+    out.update(outputs=outputs, input_grads=ig, param_grads=pg, work=[number(w, "work count") for w in work])
     return out
 
 

@@ -431,6 +431,7 @@ class Worker:
             "input_grads": {str(i): (msg.tensor(g) if g is not None else None) for i, g in ex.input_grads.items()},
             "param_grads": {n: (msg.tensor(g) if g is not None else None) for n, g in ex.param_grads.items()},
             "seconds": seconds,
+            "work": ex.work,
             **self._memory(guard),
         }
 
@@ -447,7 +448,7 @@ class Worker:
 
     @staticmethod
     def _memory(guard) -> dict:
-        return {"largest": guard.largest, "largest_shape": guard.largest_shape}
+        return {"largest": guard.largest, "largest_shape": guard.largest_shape, "widest": guard.widest}
 
     def _encode(self, v, msg: Message):
         if type(v) is torch.Tensor or type(v) is torch.nn.Parameter:

@@ -15,6 +15,7 @@ VERDICT_STYLE = {
     "runtime_error": ("bold red", "Runtime error"),
     "forbidden_call": ("bold magenta", "Forbidden call"),
     "too_much_memory": ("bold magenta", "Too much memory"),
+    "wrong_algorithm": ("bold magenta", "Wrong algorithm"),
     "time_limit": ("bold yellow", "Time limit exceeded"),
     "memory_limit": ("bold yellow", "Memory limit exceeded"),
     "crashed": ("bold red", "Crashed"),

@@ -1,4 +1,4 @@
-# expect: wrong_output
+# expect: runtime_error
 # mistake: keeps the key/value history on self and ignores the cache it is handed (fine for one sequence, wrong for any other)
 import math
 
