@@ -296,9 +296,9 @@ def test_a_killed_grader_leaves_nothing_behind(tmp_path, workdir):
         p = subprocess.Popen(cmd, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                              env=dict(os.environ, **env))
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not list((tmp_path / "tmpdir").glob("torchcode-*/cwd")):
+        while time.monotonic() < deadline and not list((tmp_path / "tmpdir").rglob("torchcode-*/cwd")):
             time.sleep(0.05)
-        assert list((tmp_path / "tmpdir").glob("torchcode-*/cwd")), "the worker never started"
+        assert list((tmp_path / "tmpdir").rglob("torchcode-*/cwd")), "the worker never started"
         while time.monotonic() < deadline and len(_children(p.pid)) < 2:
             time.sleep(0.05)
         p.kill()

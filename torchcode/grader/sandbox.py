@@ -150,6 +150,12 @@ def _zygote_loop(sock: socket.socket) -> None:
                 pass
             if tmp and os.path.basename(tmp).startswith("torchcode-"):
                 shutil.rmtree(tmp, ignore_errors=True)  # the trusted process died before it could
+                parent = os.path.dirname(tmp)
+                if os.path.basename(parent).startswith("torchcode-check-"):  # `check`'s own folder, now empty
+                    try:
+                        os.rmdir(parent)
+                    except OSError:
+                        pass
         os._exit(0)
 
 
