@@ -14,6 +14,7 @@ import secrets
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import torch
@@ -196,15 +197,22 @@ class Grader:
         clock = [0.0]  # seconds the worker spent on cases: the whole-check limit charges nothing else
         results: dict[int, CaseResult] = {}
         preps: dict = {}
-        dead = None
-        for n, k in enumerate(order):  # a seeded order: what one case leaves behind meets different cases
-            d, dtype = defs[k]
-            if dead:
-                results[k] = CaseResult(d.name, Verdict.NOT_RUN, targets=d.targets, message=f"not run: {dead}")
-                continue
-            preps[k] = prep = first if n == 0 else problem.prepare(d, seed, dtype, lim.device)
-            results[k], dead = self._exchange(worker, problem, prep, per_case, clock, functools.partial(
-                problem.prepare, d, caseapi.case_seed(seed, "again"), dtype, lim.device))
+        dead, following = None, None
+        ahead = ThreadPoolExecutor(max_workers=1)  # prepares the next case while the worker runs this one
+        try:
+            for n, k in enumerate(order):  # a seeded order: what one case leaves behind meets different cases
+                d, dtype = defs[k]
+                if dead:
+                    results[k] = CaseResult(d.name, Verdict.NOT_RUN, targets=d.targets, message=f"not run: {dead}")
+                    continue
+                preps[k] = prep = first if n == 0 else following.result()
+                if n + 1 < len(order):
+                    following = ahead.submit(problem.prepare, defs[order[n + 1]][0], seed, defs[order[n + 1]][1],
+                                             lim.device)
+                results[k], dead = self._exchange(worker, problem, prep, per_case, clock, functools.partial(
+                    problem.prepare, d, caseapi.case_seed(seed, "again"), dtype, lim.device))
+        finally:
+            ahead.shutdown(cancel_futures=True)
         if not dead:  # each passing case again, with new values of the same shapes, in the same process
             for k in order:
                 d, dtype = defs[k]

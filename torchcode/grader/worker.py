@@ -94,7 +94,8 @@ def _setup(config: dict, sock_fd: int) -> None:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # over the output limit: writes fail, no silent kill
     limits = [(resource.RLIMIT_CORE, 0)]
     if config.get("memory_mb") and config.get("device", "cpu") == "cpu":  # CUDA maps huge virtual ranges
-        limits.append((resource.RLIMIT_AS, int(config["memory_mb"]) << 20))
+        # on top of what this process maps already: torch itself, ~1 GB on a CPU build, several on a CUDA build
+        limits.append((resource.RLIMIT_AS, _mapped_bytes() + (int(config["memory_mb"]) << 20)))
     if config.get("output_bytes"):
         limits.append((resource.RLIMIT_FSIZE, int(config["output_bytes"])))
     for which, value in limits:
@@ -119,6 +120,14 @@ def _setup(config: dict, sock_fd: int) -> None:
     os.chdir(config["cwd"])
     torch.set_num_threads(int(config.get("threads", 1)))
     config["path"], config["protected"] = learner, protected
+
+
+def _mapped_bytes() -> int:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def _init_device(config: dict) -> None:
@@ -209,6 +218,7 @@ def _warm_up(device: str, threads: int) -> None:
     (x @ x).softmax(-1).sum().backward()
     if threads > 1:
         torch.ones(1 << 17, device=device).add_(1)  # big enough for a parallel region
+
 
 # Modules torch imports on the first use of a feature: seconds of one-time loading. Imported while
 # loading a file that names such a feature, so its first case does not wait for them (the judge also
