@@ -165,7 +165,7 @@ def train_without_dropout(rng):
 
 
 def differs(a, b):
-    """1.0 where two outputs are not identical, else 0.0."""
+    """1.0 if two outputs are not identical, else 0.0."""
     return ((a - b).abs().amax() > 0).to(a.dtype)
 
 

@@ -8,8 +8,8 @@ _TABLES = {}
 def apply_rope(q, k, base=10000.0):
     B, S, D = q.shape
     if (S, D) not in _TABLES:
-        theta = base ** (-torch.arange(0, D, 2, dtype=q.dtype) / D)
-        angle = torch.arange(S, dtype=q.dtype)[:, None] * theta
+        theta = base ** (-torch.arange(0, D, 2, dtype=q.dtype, device=q.device) / D)
+        angle = torch.arange(S, dtype=q.dtype, device=q.device)[:, None] * theta
         _TABLES[(S, D)] = (angle.cos(), angle.sin())
     cos, sin = _TABLES[(S, D)]
 
