@@ -211,14 +211,17 @@ class Grader:
                                              lim.device)
                 results[k], dead = self._exchange(worker, problem, prep, per_case, clock, functools.partial(
                     problem.prepare, d, caseapi.case_seed(seed, "again"), dtype, lim.device))
-        finally:
-            ahead.shutdown(cancel_futures=True)
-        if not dead:  # each passing case again, with new values of the same shapes, in the same process
-            for k in order:
-                d, dtype = defs[k]
-                if not results[k].passed:
-                    continue
-                prep = problem.prepare(d, seed, dtype, lim.device, replay=True)
+            # each passing case again, with new values of the same shapes, in the same process
+            replays = [k for k in order if results[k].passed] if not dead else []
+
+            def replay(k: int):
+                return problem.prepare(defs[k][0], seed, defs[k][1], lim.device, replay=True)
+
+            following = ahead.submit(replay, replays[0]) if replays else None
+            for n, k in enumerate(replays):
+                prep = following.result()
+                if n + 1 < len(replays):
+                    following = ahead.submit(replay, replays[n + 1])
                 if prep is None:  # its shapes depend on the values drawn
                     continue
                 res, dead = self._exchange(worker, problem, prep, per_case, clock, None)
@@ -226,6 +229,8 @@ class Grader:
                     results[k] = self._replay_failed(spec, path, problem, prep, res, per_case, dtypes)
                 if dead or not res.passed:
                     break
+        finally:
+            ahead.shutdown(cancel_futures=True)
         report.cases = [results[k] for k in range(len(defs))]
         self._left_by_other_cases(spec, path, problem, report, order, preps, per_case, dtypes)
         report.verdict = overall(report.cases)
