@@ -20,6 +20,7 @@ from torchcode.commands import interrupts
 from torchcode.commands.common import catalog, display_path, resolve_target, store, warn_store
 from torchcode.errors import StoreError, UsageError
 from torchcode.progress import SEED_MAX, SEED_MIN
+from torchcode.progress.record import record_report
 from torchcode.render import console, err_console
 
 INTERRUPTED = "interrupted: the check was stopped and nothing was recorded"
@@ -44,10 +45,7 @@ def run(target: str | None, problem: str | None, seed: int | None, as_json: bool
     notes = []
     with interrupts.deferred():  # recording is never cut in half; a Ctrl-C before its commit cancels it
         try:
-            st.record_attempt(problem=spec.id, verdict=report.verdict.value, passed=report.cases_passed,
-                              total=len(report.cases), seconds=report.seconds,
-                              kernel_seconds=sum(c.seconds for c in report.cases), sha256=report.sha256,
-                              file=str(path), seed=report.seed, before_commit=interrupts.check)
+            record_report(st, report, path, before_commit=interrupts.check)
         except StoreError as e:
             interrupts.check()
             notes.append(f"warning: progress not saved: {e}")

@@ -130,7 +130,10 @@ class Grader:
                 worker.finish()
 
     def grade(self, spec: ProblemSpec, path: Path | str, *, seed: int | None = None,
-              only: list[str] | None = None, dtypes: list[str] | None = None) -> Report:
+              only: list[str] | None = None, dtypes: list[str] | None = None, on_event=None) -> Report:
+        """Grade one file. ``on_event(dict)``, if given, hears the progress: ``started`` (the cases, in
+        the order they are reported), then ``case`` before and ``case_done`` after each run of a case
+        (``replay``: the run with new values of the same shapes)."""
         path = Path(path).resolve()
         if not path.is_file():
             raise UsageError(f"no such file: {path}")
@@ -149,7 +152,8 @@ class Grader:
             worker = self._spawn(spec, path, Path(tmp), report.dtypes)
             try:
                 with threads(lim.threads):
-                    self._run(worker, spec, path, seed, per_case, report, only, report.dtypes)
+                    self._run(worker, spec, path, seed, per_case, report, only, report.dtypes,
+                              on_event or (lambda event: None))
             finally:
                 worker.kill()
                 info = worker.finish()
@@ -161,11 +165,12 @@ class Grader:
         report.seconds = time.perf_counter() - t0
         return report
 
-    def _run(self, worker: WorkerProcess, spec, path, seed, per_case, report: Report, only, dtypes) -> None:
+    def _run(self, worker: WorkerProcess, spec, path, seed, per_case, report: Report, only, dtypes, tell) -> None:
         lim = self.limits
         problem = self.problem(spec)
         defs = [(d, dt) for dt in dtypes for d in problem.cases if not only or d.name in only]  # as reported
         order = run_order(defs, seed)
+        tell({"event": "started", "cases": [d.name for d, _ in defs], "dtypes": list(dtypes), "seed": seed})
         self._send_load(worker, spec, path)
         # overlaps the worker's start
         first = problem.prepare(defs[order[0]][0], seed, defs[order[0]][1], lim.device) if defs else None
@@ -209,8 +214,10 @@ class Grader:
                 if n + 1 < len(order):
                     following = ahead.submit(problem.prepare, defs[order[n + 1]][0], seed, defs[order[n + 1]][1],
                                              lim.device)
+                tell({"event": "case", "name": d.name, "dtype": dtype, "index": n, "total": len(order), "replay": False})
                 results[k], dead = self._exchange(worker, problem, prep, per_case, clock, functools.partial(
                     problem.prepare, d, caseapi.case_seed(seed, "again"), dtype, lim.device))
+                tell(_done(results[k], dtype, False))
             # each passing case again, with new values of the same shapes, in the same process
             replays = [k for k in order if results[k].passed] if not dead else []
 
@@ -224,7 +231,10 @@ class Grader:
                     following = ahead.submit(replay, replays[n + 1])
                 if prep is None:  # its shapes depend on the values drawn
                     continue
+                tell({"event": "case", "name": defs[k][0].name, "dtype": defs[k][1], "index": n,
+                      "total": len(replays), "replay": True})
                 res, dead = self._exchange(worker, problem, prep, per_case, clock, None)
+                tell(_done(res, defs[k][1], True))
                 if not res.passed:
                     results[k] = self._replay_failed(spec, path, problem, prep, res, per_case, dtypes)
                 if dead or not res.passed:
@@ -347,6 +357,11 @@ HIDDEN_STATE = ("your code gave a different answer for the same shapes with new 
                 "attribute on self)? Compute from the inputs and arguments of every call.")
 STATE_BETWEEN_CASES = ("your code keeps state between calls: a result, mask or table kept from an earlier case "
                        "(keyed by shape, ignoring an argument such as base or window_size?) was used again.")
+
+
+def _done(res: CaseResult, dtype: str, replay: bool) -> dict:
+    return {"event": "case_done", "name": res.name, "dtype": dtype, "verdict": res.verdict.value,
+            "seconds": res.seconds, "replay": replay}
 
 
 def run_order(defs: list, seed: int) -> list[int]:

@@ -5,7 +5,7 @@ Rendering lives in ``torchcode.render``; ``Report.to_dict()`` is the ``--json`` 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from enum import Enum
 
 
@@ -136,6 +136,23 @@ class Report:
         for c in d["cases"]:
             c["verdict"] = c["verdict"].value if isinstance(c["verdict"], Verdict) else c["verdict"]
         return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Report":
+        """The inverse of ``to_dict`` (the warm session sends reports across a process boundary)."""
+        names = {f.name for f in fields(cls)}
+        kept = {k: v for k, v in d.items() if k in names}
+        kept["verdict"] = Verdict(d["verdict"])
+        kept["cases"] = [_case(c) for c in d.get("cases", [])]
+        return cls(**kept)
+
+
+def _case(d: dict) -> CaseResult:
+    kept = {k: v for k, v in d.items() if k in {f.name for f in fields(CaseResult)}}
+    kept["verdict"] = Verdict(d["verdict"])
+    if kept.get("mismatch") is not None:
+        kept["mismatch"] = Mismatch(**kept["mismatch"])
+    return CaseResult(**kept)
 
 
 def overall(cases: list[CaseResult]) -> Verdict:

@@ -1,0 +1,219 @@
+"""The warm grading session (torchcode.session): the engine of watch, Jupyter, serve and grade.
+
+Real session processes, real sandboxed workers; the caller never imports torch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, expected_verdict
+from test_hostile import CONFINABLE, HOSTILE, problem_of
+from torchcode.errors import GraderError, UsageError
+from torchcode.grader.limits import Limits
+from torchcode.session import Cancelled, Session
+
+GQA = ROOT / "solutions" / "gqa.py"
+RETURNS_Q = "def gqa(Q, K, V, n_kv_heads):\n    return Q\n"
+ENDLESS = "def scaled_dot_product_attention(Q, K, V, mask=None):\n    while True:\n        pass\n"
+
+
+@pytest.fixture(scope="module")
+def session():
+    with Session(limits=Limits(device="cpu", time_limit=1)) as s:  # as test_hostile grades the corpus
+        yield s
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(p) for p in f.read().split()]
+    except OSError:
+        return []
+
+
+def test_grades_a_file_and_a_text_with_progress_events(session):
+    events: list[dict] = []
+    report = session.grade("gqa", path=GQA, on_event=events.append)
+    assert report.passed and report.cases_passed == len(report.cases) > 3
+    assert report.problem == "gqa" and report.device == "cpu" and report.file == str(GQA)
+    # started, then each case announced before it is decided, then the replays
+    assert events[0]["event"] == "started" and events[0]["seed"] == report.seed
+    assert sorted(events[0]["cases"]) == sorted(c.name for c in report.cases)
+    runs = [e for e in events[1:] if not e["replay"]]
+    assert [e["event"] for e in runs] == ["case", "case_done"] * len(report.cases)
+    assert {e["name"] for e in runs} == {c.name for c in report.cases}
+    assert any(e.get("replay") for e in events)
+
+    wrong = session.grade("gqa", source=RETURNS_Q, seed=report.seed)
+    assert wrong.verdict.value in ("wrong_answer", "wrong_output", "bad_interface") and not wrong.passed
+    assert wrong.seed == report.seed and wrong.message
+
+
+def test_same_report_as_check(session, cli, tmp_path):
+    """The session's report is the one `check --json` prints, for the same seed."""
+    f = tmp_path / "gqa.py"
+    f.write_text(GQA.read_text())
+    r = cli("check", str(f), "--problem", "gqa", "--device", "cpu", "--json", "--seed", "77")
+    via_cli = json.loads(r.out)
+    via_session = session.grade("gqa", path=f, seed=77).to_dict()
+    for key in ("verdict", "seed", "sha256", "cases_passed", "cases_total", "dtypes", "device"):
+        assert via_session[key] == via_cli[key], key
+    assert [c["name"] for c in via_session["cases"]] == [c["name"] for c in via_cli["cases"]]
+
+
+def test_the_caller_never_imports_torch(tmp_path):
+    code = textwrap.dedent(f"""
+        import sys
+        from torchcode.session import Session
+        with Session(limits=__import__("torchcode.grader.limits").grader.limits.Limits(device="cpu")) as s:
+            r = s.grade("gqa", path={str(GQA)!r})
+        print(r.verdict.value, "torch" in sys.modules)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
+    assert out.stdout.split() == ["accepted", "False"], out.stderr
+
+
+def test_bad_requests_are_usage_errors_and_the_session_goes_on(session, tmp_path):
+    with pytest.raises(UsageError, match="no problem named 'nosuch'"):
+        session.grade("nosuch", source="x = 1\n")
+    with pytest.raises(UsageError, match="no such file"):
+        session.grade("gqa", path=tmp_path / "missing.py")
+    with pytest.raises(UsageError):
+        session.grade("gqa")
+    assert session.grade("gqa", path=GQA).passed
+
+
+def test_syntax_errors_and_half_written_files_are_verdicts(session):
+    half = session.grade("gqa", source=GQA.read_text()[: len(GQA.read_text()) // 2])
+    assert not half.passed and half.message
+    assert session.grade("gqa", source=GQA.read_text() + "\ndef broken(:\n").verdict.value == "syntax_error"
+    assert session.grade("gqa", source="").verdict.value == "bad_interface"
+    assert session.grade("gqa", path=GQA).passed
+
+
+def test_cancel_stops_the_grade_in_flight(session):
+    pid = session._proc.pid
+    box: dict = {}
+
+    def run():
+        try:
+            box["report"] = session.grade("sdpa", source=ENDLESS)
+        except Cancelled as e:
+            box["cancelled"] = e
+
+    t = threading.Thread(target=run)
+    start = time.monotonic()
+    t.start()
+    while not session._busy:
+        time.sleep(0.01)
+    time.sleep(1.0)  # the worker is in the endless loop by now
+    session.cancel()
+    t.join(30)
+    assert "cancelled" in box and time.monotonic() - start < 10
+    assert session._proc.pid == pid  # the same warm process goes on
+    deadline = time.monotonic() + 5
+    while len(_children(pid)) > 1 and time.monotonic() < deadline:  # only the zygote is left
+        time.sleep(0.05)
+    zygote = _children(pid)
+    assert len(zygote) == 1 and _children(zygote[0]) == []
+    assert session.grade("gqa", path=GQA).passed
+
+
+def test_concurrent_callers_take_turns(session):
+    results: list = [None] * 4
+
+    def run(i):
+        results[i] = session.grade("gqa", path=GQA) if i % 2 else session.grade("gqa", source=RETURNS_Q)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert [r.passed for r in results] == [False, True, False, True]
+
+
+def test_a_dead_session_process_is_a_grader_error_then_restarts(tmp_path):
+    with Session(limits=Limits(device="cpu")) as s:
+        first = s._proc.pid
+        os.kill(first, signal.SIGKILL)
+        s._proc.wait(10)
+        assert s.grade("gqa", path=GQA).passed  # between grades: restarted, nothing to report
+        box: dict = {}
+
+        def run():
+            try:
+                s.grade("sdpa", source=ENDLESS)
+            except GraderError as e:
+                box["error"] = e
+
+        t = threading.Thread(target=run)
+        t.start()
+        while not s._busy:
+            time.sleep(0.01)
+        time.sleep(0.5)
+        os.kill(s._proc.pid, signal.SIGKILL)  # mid-grade: said, never a verdict
+        t.join(30)
+        assert "grading session's process ended" in str(box.get("error"))
+        assert s.grade("gqa", path=GQA).passed
+        assert s._proc.pid != first
+
+
+def test_close_and_a_dying_caller_leave_nothing(tmp_path):
+    """The caller killed mid-grade: the session's process, its zygote and the worker all go."""
+    code = textwrap.dedent(f"""
+        import os, sys
+        from torchcode.session import Session
+        from torchcode.grader.limits import Limits
+        s = Session(limits=Limits(device="cpu", time_limit=60, total_limit=120)).start()
+        print(s._proc.pid, flush=True)
+        s.grade("sdpa", source={ENDLESS!r})
+    """)
+    caller = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    server = int(caller.stdout.readline())
+    time.sleep(1.5)
+    zygote = _children(server)
+    assert zygote and _children(zygote[0]), "a worker should be running"
+    worker = _children(zygote[0])[0]
+    caller.kill()
+    caller.wait()
+    deadline = time.monotonic() + 10
+    alive = [p for p in (server, *zygote, worker) if Path(f"/proc/{p}").exists()]
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.1)
+        alive = [p for p in alive if Path(f"/proc/{p}").exists() and "Z" not in _state(p)]
+    assert not alive
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "Z"
+
+
+@pytest.mark.parametrize("path", HOSTILE, ids=[p.stem for p in HOSTILE])
+def test_hostile_submissions_through_a_warm_session(session, path):
+    """The hostile corpus, graded one after another by one warm session: the intended verdict each
+    time, and the session is still healthy (its process is the same and answers the next grade)."""
+    text = path.read_text()
+    if "# needs: confinement" in text and not CONFINABLE:
+        pytest.skip("this kernel has no Landlock/seccomp")
+    if re.search(r"^# args: ", text, re.M):
+        pytest.skip("graded with other limits by test_hostile")
+    pid = session._proc.pid
+    report = session.grade(problem_of(path), path=path, seed=5)
+    assert report.verdict.value == expected_verdict(path), report.message
+    assert session._proc.pid == pid

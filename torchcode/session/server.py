@@ -1,0 +1,137 @@
+"""The process behind a :class:`torchcode.session.Session` (``python -m torchcode.session.server``).
+
+It imports torch, forks the grader's zygote before any tensor op, says it is ready, then grades
+one request at a time: requests are JSON lines on stdin, replies JSON lines on the stdout it was
+started with (anything else printed goes to stderr, the session's log). Every grade forks a fresh
+confined worker from the zygote; the reference side of each problem is built once and kept.
+
+Lines in:  {"op": "grade", "problem": ID, "path": FILE | null, "source": TEXT | null,
+            "seed": N | null, "dtypes": [...] | null}
+           {"op": "warm", "problems": [ID, ...]}
+Lines out: {"ready": true, "device": "cpu", "pid": N}          (once, at start)
+           {"event": {...}}                                      (progress of a grade)
+           {"report": {...}} | {"ok": true}                      (the answer)
+           {"error": {"kind": "usage" | "grader" | "cancelled" | "internal", "message": "..."}}
+
+SIGINT cancels the grade in flight (once per grade; ignored between grades). End of stdin, SIGTERM
+or the death of the process that started it end it, with its zygote and workers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from pathlib import Path
+
+_grading = False
+_raised = False
+
+
+def _on_sigint(signum, frame) -> None:
+    global _raised
+    if _grading and not _raised:
+        _raised = True
+        raise KeyboardInterrupt
+
+
+def _on_sigterm(signum, frame) -> None:
+    raise SystemExit(0)
+
+
+def _orphan_watch(parent: int) -> None:
+    """The process that started us died mid-grade (stdin's end of file is only seen between grades)."""
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def main() -> None:
+    global _grading, _raised
+    out = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # stray prints (torch warnings, ...) go to the log, never into the replies
+    signal.signal(signal.SIGINT, _on_sigint)
+    signal.signal(signal.SIGTERM, _on_sigterm)
+
+    def send(obj: dict) -> None:
+        out.write(json.dumps(obj) + "\n")
+
+    config = json.loads(sys.stdin.readline() or "{}")
+    from torchcode.errors import GraderError, TorchcodeError
+    from torchcode.grader.judge import Grader, resolve_device
+    from torchcode.grader.limits import Limits
+
+    limits = Limits(**config.get("limits", {}))
+    dirs = [Path(p) for p in config.get("problems_dirs") or []] or None
+    try:
+        grader = Grader(limits)  # the zygote: forked before this process runs a tensor op
+        limits.device = resolve_device(limits.device)
+    except GraderError as e:
+        send({"error": {"kind": "grader", "message": e.cause}})
+        return
+    threading.Thread(target=_orphan_watch, args=(int(config.get("parent") or os.getppid()),), daemon=True).start()
+    send({"ready": True, "device": limits.device, "pid": os.getpid()})
+    try:
+        for line in sys.stdin:
+            try:
+                req = json.loads(line)
+                if req.get("op") == "warm":
+                    cat = _catalog(dirs)
+                    for pid in req.get("problems") or []:
+                        grader.problem(cat.get(pid)).cases  # noqa: B018 (builds the reference side)
+                    send({"ok": True})
+                elif req.get("op") == "grade":
+                    _raised = False
+                    _grading = True
+                    try:
+                        report = _grade(grader, _catalog(dirs), req, lambda ev: send({"event": ev}))
+                    finally:
+                        _grading = False
+                    send({"report": report.to_dict()})
+                else:
+                    send({"error": {"kind": "internal", "message": f"unknown request {req.get('op')!r}"}})
+            except KeyboardInterrupt:
+                _grading = False
+                send({"error": {"kind": "cancelled", "message": "the check was cancelled"}})
+            except GraderError as e:
+                send({"error": {"kind": "grader", "message": e.cause}})
+            except TorchcodeError as e:  # an unknown problem, a missing file, a broken problem pack
+                send({"error": {"kind": "usage", "message": str(e)}})
+            except Exception as e:  # a bug of ours: said, never a verdict
+                send({"error": {"kind": "internal", "message": f"{type(e).__name__}: {e}",
+                                "traceback": traceback.format_exc()[-4000:]}})
+    except SystemExit:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        grader.close()
+
+
+def _catalog(dirs):
+    from torchcode.catalog import load_catalog
+
+    return load_catalog(dirs)
+
+
+def _grade(grader, cat, req: dict, tell):
+    spec = cat.get(str(req["problem"]))
+    source = req.get("source")
+    if source is None:
+        return grader.grade(spec, req["path"], seed=req.get("seed"), dtypes=req.get("dtypes"), on_event=tell)
+    folder = tempfile.mkdtemp(prefix="torchcode-src-")
+    try:
+        path = Path(folder) / f"{spec.id}.py"
+        path.write_text(source, encoding="utf-8")
+        return grader.grade(spec, path, seed=req.get("seed"), dtypes=req.get("dtypes"), on_event=tell)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
