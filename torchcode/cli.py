@@ -160,6 +160,21 @@ def validate(problems: Annotated[Optional[list[str]], typer.Argument(help="Probl
     raise typer.Exit(cmd.run(problems, problems_dir, seeds))
 
 
+@app.command()
+def serve(directory: Annotated[Optional[Path], typer.Argument(
+              help="The folder whose PROBLEM.py files the browser edits (default: this one).")] = None,
+          port: Annotated[Optional[int], typer.Option(help="Port to listen on (default: 8765 or the next free one; 0: any).")] = None,
+          no_browser: Annotated[bool, typer.Option("--no-browser", help="Print the URL, do not open a browser.")] = False,
+          host: Annotated[str, typer.Option(help="Address to listen on. Anything but loopback needs --allow-remote.")] = "127.0.0.1",
+          allow_remote: Annotated[bool, typer.Option("--allow-remote", help="Allow --host to be reachable from other machines.")] = False,
+          device: Annotated[str, typer.Option(help="Where checks run: auto (CUDA when available), cpu or cuda.")] = "auto",
+          problems_dir: PacksOpt = None):
+    """A browser workspace: problem list, statement, editor and Check, on 127.0.0.1 behind a token."""
+    from torchcode.commands import serve as cmd
+
+    raise typer.Exit(cmd.run(directory, port, no_browser, host, allow_remote, problems_dir, device))
+
+
 def main() -> None:
     """The boundary: user errors become one message (exit 2), Ctrl-C one message (exit 130), a closed
     pipe nothing at all (the command keeps its own exit code), and output never crashes on encoding."""

@@ -1,0 +1,216 @@
+"""`torchcode serve` over plain HTTP, against a real running server: who may talk to it, and what it does
+with the learner's files and progress (the browser flow itself is in test_serve_browser.py)."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+
+import pytest
+from conftest import ROOT
+
+pytest.importorskip("starlette", reason="torchcode serve needs the 'serve' extra (in the 'test' extra): pip install -e '.[test]'")
+pytest.importorskip("uvicorn", reason="torchcode serve needs the 'serve' extra (in the 'test' extra): pip install -e '.[test]'")
+
+from serving import start_server, stop_server  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("ws")
+    home = tmp_path_factory.mktemp("home")
+    s = start_server(folder, home)
+    yield s
+    assert stop_server(s) == 130, "".join(s.output)  # Ctrl-C, as everywhere in the CLI
+    assert "torchcode serve stopped" in "".join(s.output)
+
+
+# -- who may talk to it ------------------------------------------------------------------------------
+
+def test_bound_to_loopback_only(served):
+    out = "".join(served.output)
+    assert served.url.startswith("http://127.0.0.1:") and "token=" in served.url
+    assert "WARNING" not in out
+    import socket
+
+    for addr in _other_addresses():  # the same port on this machine's other addresses answers nothing
+        with socket.socket() as s:
+            s.settimeout(1)
+            assert s.connect_ex((addr, served.port)) != 0, f"serve answers on {addr}"
+
+
+def _other_addresses() -> list[str]:
+    import socket
+
+    try:
+        return [a for a in socket.gethostbyname_ex(socket.gethostname())[2] if not a.startswith("127.")]
+    except OSError:
+        return []
+
+
+@pytest.mark.parametrize("path", ["/", "/p/sdpa", "/api/problems", "/api/p/sdpa/file", "/static/app/problem.js",
+                                  "/static/codemirror/codemirror.js"])
+def test_every_request_needs_the_token(served, path):
+    status, _, body = served.request("GET", path, auth=False)
+    assert status == 401, (path, status)
+    assert "token" in body["error"]
+    status, _, _ = served.request("GET", path, auth=False, headers={"Authorization": "Bearer not-the-token"})
+    assert status == 401
+    status, _, _ = served.request("GET", path, auth=False,
+                                  headers={"Cookie": f"torchcode_token_{served.port}=not-the-token"})
+    assert status == 401
+    status, _, _ = served.request("GET", path)  # the bearer token
+    assert status == 200, path
+
+
+def test_bad_token_in_the_url_is_refused(served):
+    status, headers, _ = served.request("GET", "/?token=" + served.token[:-1] + "x", auth=False)
+    assert status == 401 and "set-cookie" not in headers
+    status, headers, _ = served.request("GET", "/?token=", auth=False)
+    assert status == 401 and "set-cookie" not in headers
+
+
+def test_token_in_the_url_becomes_a_strict_httponly_cookie(served):
+    status, headers, _ = served.request("GET", "/p/sdpa?token=" + served.token, auth=False)
+    assert status == 303 and headers["location"] == "/p/sdpa"  # the token leaves the address bar
+    cookie = headers["set-cookie"]
+    assert cookie.startswith(f"torchcode_token_{served.port}={served.token};")
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    status, _, body = served.request("GET", "/p/sdpa", auth=False, headers={"Cookie": cookie.split(";")[0]})
+    assert status == 200 and "Scaled Dot-Product Attention" in body
+
+
+def test_a_token_does_not_make_a_foreign_host_acceptable(served):
+    """DNS rebinding: a page on evil.example, re-pointed at 127.0.0.1, reaches us with its own Host."""
+    for host in (f"evil.example:{served.port}", "evil.example", f"127.0.0.1.evil.example:{served.port}",
+                 "127.0.0.1", f"localhost:{served.port + 1}"):
+        status, _, body = served.request("GET", "/api/problems", headers={"Host": host})
+        assert status == 403, host
+        assert "Host" in body["error"]
+    for host in (f"localhost:{served.port}", f"[::1]:{served.port}", f"LOCALHOST:{served.port}"):
+        assert served.request("GET", "/api/problems", headers={"Host": host})[0] == 200, host
+
+
+def test_foreign_origin_is_refused_even_with_the_token(served):
+    (served.folder / "sdpa.py").unlink(missing_ok=True)
+    for origin in ("http://evil.example", "null", f"http://127.0.0.1:{served.port + 1}",
+                   f"https://127.0.0.1:{served.port}"):
+        for method, path, body in (("GET", "/api/p/sdpa/file", None), ("POST", "/api/p/sdpa/start", {}),
+                                   ("POST", "/api/p/sdpa/check", {})):
+            status, headers, answer = served.request(method, path, body=body, headers={"Origin": origin})
+            assert status == 403, (origin, method, path)
+            assert "access-control-allow-origin" not in headers
+    assert not (served.folder / "sdpa.py").exists()  # nothing was started
+    status, _, _ = served.request("POST", "/api/p/sdpa/attempts", body={}, headers={"Origin": served.base})
+    assert status == 200  # its own pages' Origin is fine
+
+
+def test_changes_need_the_custom_header_and_no_cors_is_ever_offered(served):
+    """A cross-site form can POST with the cookie in old browsers but cannot add a header."""
+    status, _, body = served.request("POST", "/api/p/sdpa/start", body={}, headers={"X-Torchcode": None})
+    assert status == 403 and "X-Torchcode" in body["error"]
+    assert not (served.folder / "sdpa.py").exists()
+    status, headers, _ = served.request("OPTIONS", "/api/p/sdpa/check", headers={
+        "Origin": "http://evil.example", "Access-Control-Request-Method": "POST"})
+    assert status == 403 and not any(h.startswith("access-control-") for h in headers)
+    status, headers, _ = served.request("GET", "/")
+    assert status == 200 and not any(h.startswith("access-control-") for h in headers)
+    assert "frame-ancestors 'none'" in headers["content-security-policy"]
+    assert headers["x-frame-options"] == "DENY"
+
+
+def test_nothing_outside_the_course_can_be_read(served):
+    for path in ("/api/p/..%2f..%2fetc%2fpasswd/file", "/api/p/../../etc/passwd/file", "/static/../workspace.py",
+                 "/static/..%2fworkspace.py", "/static/%2e%2e/app.py", "/p/..%2fetc"):
+        status, _, body = served.request("GET", path)
+        assert status == 404, (path, status)
+        assert "root:" not in str(body) and "import" not in str(body)
+
+
+# -- what it does --------------------------------------------------------------------------------
+
+def test_list_and_problem_page(served):
+    status, _, page = served.request("GET", "/")
+    assert status == 200
+    for pid in ("repeat_kv", "sdpa", "gqa", "minimind_attention"):
+        assert f'href="/p/{pid}"' in page
+    assert "Next up" in page
+    status, _, page = served.request("GET", "/p/gqa")
+    assert status == 200 and "Grouped-Query Attention" in page and "/static/codemirror/codemirror.js" in page
+    status, _, page = served.request("GET", "/p/no_such_problem")
+    assert status == 404 and "no problem named" in page
+
+
+def test_start_edit_and_disk_changes_meet_in_one_file(served):
+    status, _, answer = served.request("POST", "/api/p/mha/start", body={})
+    assert status == 200, answer
+    path = served.folder / "mha.py"
+    assert path.read_text() == answer["file"]["text"] and "class MultiHeadAttention" in answer["file"]["text"]
+    sha = answer["file"]["sha"]
+    status, _, saved = served.request("PUT", "/api/p/mha/file", body={"text": "# mine\n", "sha": sha})
+    assert status == 200 and path.read_text() == "# mine\n"
+    path.write_text("# from my own editor\n")  # a change on disk shows in the page
+    status, _, now = served.request("GET", "/api/p/mha/file")
+    assert now["text"] == "# from my own editor\n" and now["sha"] != saved["sha"]
+    status, _, answer = served.request("PUT", "/api/p/mha/file", body={"text": "# stale page\n", "sha": saved["sha"]})
+    assert status == 409 and answer["file"]["text"] == "# from my own editor\n"  # never overwritten blindly
+    assert path.read_text() == "# from my own editor\n"
+    status, _, answer = served.request("PUT", "/api/p/mha/file", body={"text": "x" * 1_100_000, "sha": now["sha"]})
+    assert status == 400 and "KB" in answer["error"]
+
+
+def test_reset_keeps_a_backup(served):
+    served.request("POST", "/api/p/rope/start", body={})
+    (served.folder / "rope.py").write_text("# my attempt\n")
+    status, _, answer = served.request("POST", "/api/p/rope/reset", body={})
+    assert status == 200
+    backup = served.folder / answer["backup"]
+    assert backup.read_text() == "# my attempt\n"
+    assert "def " in (served.folder / "rope.py").read_text()
+
+
+def test_hints_are_revealed_one_at_a_time_and_recorded(served, cli):
+    for n in (1, 2):
+        status, _, answer = served.request("POST", "/api/p/sliding_window/hint", body={})
+        assert status == 200 and len(answer["hints"]) == n
+    db = sqlite3.connect(served.home / "progress.sqlite3")
+    assert db.execute("SELECT revealed FROM hints WHERE problem = 'sliding_window'").fetchone() == (2,)
+    status, _, page = served.request("GET", "/p/sliding_window")
+    assert page.count("<p>") >= 1 and '"hints": [' in page.replace("\\u003c", "<")
+
+
+def test_solution_is_gated_as_in_the_cli(served):
+    status, _, answer = served.request("POST", "/api/p/linear_attention/solution", body={})
+    assert status == 200 and answer["gated"] and "not solved" in answer["message"]
+    assert "source" not in answer
+    status, _, answer = served.request("POST", "/api/p/linear_attention/solution", body={"confirm": True})
+    assert answer["source"] == (ROOT / "solutions" / "linear_attention.py").read_text()
+
+
+def test_check_streams_cases_and_records_like_the_cli(served):
+    """Through the warm session: the stub, then the reference; the store has both, as after `check`."""
+    served.request("POST", "/api/p/repeat_kv/start", body={})
+    status, headers, events = served.request("POST", "/api/p/repeat_kv/check", body={})
+    assert status == 200 and "ndjson" in headers["content-type"], events
+    assert events[-1]["event"] == "report", events[-1]
+    assert events[-1]["report"]["verdict"] == "not_implemented"
+    assert "Not implemented yet" in events[-1]["html"]
+    text = (ROOT / "solutions" / "repeat_kv.py").read_text()
+    sha = served.request("GET", "/api/p/repeat_kv/file")[2]["sha"]
+    t0 = time.monotonic()
+    status, _, events = served.request("POST", "/api/p/repeat_kv/check", body={"text": text, "sha": sha})
+    kinds = [e["event"] for e in events]
+    assert kinds[0] == "started" and "case" in kinds and "case_done" in kinds and kinds[-1] == "report", kinds
+    done = [e for e in events if e["event"] == "case_done"]
+    assert len(done) == len(events[0]["cases"]) * len(events[0]["dtypes"]) or len(done) >= len(events[0]["cases"])
+    final = events[-1]
+    assert final["report"]["verdict"] == "accepted" and "Accepted" in final["html"], final
+    assert (served.folder / "repeat_kv.py").read_text() == text  # the editor's text was saved and graded
+    rows = sqlite3.connect(served.home / "progress.sqlite3").execute(
+        "SELECT verdict, file FROM attempts WHERE problem = 'repeat_kv' ORDER BY id").fetchall()
+    assert [r[0] for r in rows] == ["not_implemented", "accepted"]
+    assert rows[-1][1] == str(served.folder / "repeat_kv.py")
+    listing = served.request("GET", "/api/problems")[2]
+    row = next(p for p in listing["problems"] if p["id"] == "repeat_kv")
+    assert row["status"] == "solved" and listing["suggestion"] != "repeat_kv"
+    assert time.monotonic() - t0 < 120

@@ -1,0 +1,173 @@
+"""`torchcode serve` in a real browser (headless Chromium driven by Selenium): a learner solves a problem
+entirely in the page. Needs Debian's `chromium` and `chromium-driver` (`.ci/run` installs them)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("starlette", reason="torchcode serve needs the 'serve' extra (in the 'test' extra): pip install -e '.[test]'")
+pytest.importorskip("selenium", reason="the browser tests need selenium (in the 'test' extra): pip install -e '.[test]'")
+
+from serving import start_server, stop_server  # noqa: E402
+
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+DRIVERS = ("chromedriver", "/usr/lib/chromium/chromedriver", "/usr/bin/chromedriver")
+
+WRONG = '''import torch
+
+
+def repeat_kv(x, n_rep):
+    B, S, H, D = x.shape
+    return x.repeat(1, 1, n_rep, 1)
+'''
+FIX = "return x[:, :, :, None, :].expand(B, S, H, n_rep, D).reshape(B, S, H * n_rep, D)"
+
+
+def _find(names) -> str | None:
+    for n in names:
+        p = shutil.which(n) or (n if os.path.isabs(n) and os.access(n, os.X_OK) else None)
+        if p:
+            return p
+    return None
+
+
+@pytest.fixture(scope="module")
+def browser():
+    chromium, driver = _find(BROWSERS), _find(DRIVERS)
+    if not (chromium and driver):
+        missing = " and ".join(n for n, p in (("chromium", chromium), ("chromedriver", driver)) if not p)
+        why = (f"BROWSER TESTS NOT RUN: {missing} not found. Install them: "
+               "apt-get install -y chromium chromium-driver (Debian/Ubuntu)")
+        if os.environ.get("CI"):
+            pytest.fail(why + " (CI must run the browser tests: .ci/run installs them)")
+        pytest.skip(why)
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                "--window-size=1400,1000", "--no-first-run", "--disable-extensions"):
+        opts.add_argument(arg)
+    d = webdriver.Chrome(service=Service(executable_path=driver), options=opts)
+    d.set_page_load_timeout(60)
+    yield d
+    d.quit()
+
+
+@pytest.fixture
+def served(tmp_path):
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    s = start_server(folder, tmp_path / "home")
+    yield s
+    assert stop_server(s) == 130, "".join(s.output)
+
+
+def _wait(driver, cond, timeout=30, what="the page"):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, timeout, poll_frequency=0.1).until(lambda d: cond(d), message=f"waiting for {what}")
+
+
+def _report(driver, timeout=240):
+    """The report of the check in flight, once it is there: (verdict, text)."""
+    from selenium.webdriver.common.by import By
+
+    el = _wait(driver, lambda d: d.find_elements(By.ID, "report-text") or d.find_elements(By.CSS_SELECTOR, "#progress .error"),
+               timeout, "the check's report")[0]
+    assert el.get_attribute("id") == "report-text", el.text
+    return el.get_attribute("data-verdict"), el.text
+
+
+def test_solve_a_problem_in_the_browser(browser, served):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    d = browser
+    d.get(served.url)  # the printed URL: token -> cookie, then the list
+    _wait(d, lambda d: d.current_url.rstrip("/") == served.base, what="the redirect to the list")
+    row = d.find_element(By.ID, "row-repeat_kv")
+    assert row.get_attribute("data-status") == "todo"
+    assert "Next up: repeat_kv" in d.find_element(By.ID, "next-up").text
+    row.find_element(By.LINK_TEXT, "repeat_kv").click()
+
+    _wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, ".CodeMirror"), what="the editor")
+    assert "Repeat KV Heads" in d.find_element(By.TAG_NAME, "h1").text
+    d.find_element(By.ID, "start").click()
+    path = served.folder / "repeat_kv.py"
+    _wait(d, lambda d: path.exists() and "raise NotImplementedError" in _editor(d), what="the stub in the editor")
+    assert _editor(d) == path.read_text()
+
+    # the wrong solution goes in as a paste, and Ctrl-Enter checks it
+    d.execute_script("window.torchcodeEditor.setValue(arguments[0]); window.torchcodeEditor.focus();", WRONG)
+    ActionChains(d).key_down(Keys.CONTROL).send_keys(Keys.ENTER).key_up(Keys.CONTROL).perform()
+    _wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#progress li.case") or d.find_elements(By.ID, "report-text"),
+          120, "per-case progress")
+    verdict, text = _report(d)
+    assert verdict == "wrong_answer", text
+    assert "Wrong answer" in text and "expected" in text and "got" in text and "max abs err" in text
+    assert "seed " in text
+    assert path.read_text() == WRONG  # what was graded is the file on disk
+
+    # the fix is typed, key by key, over the return line; then the Check button
+    d.execute_script("const cm = window.torchcodeEditor; const n = cm.lineCount() - 2;"
+                     "cm.setSelection({line: n, ch: 4}, {line: n, ch: cm.getLine(n).length}); cm.focus();")
+    ActionChains(d).send_keys(FIX).perform()
+    _wait(d, lambda d: FIX in _editor(d), what="the typed fix")
+    assert _editor(d).splitlines()[-1] == "    " + FIX  # brackets closed as typed, not doubled
+    d.find_element(By.ID, "check").click()
+    verdict, text = _report(d)
+    assert verdict == "accepted", text
+    assert "Accepted" in text and "All hidden cases pass" in text
+    assert path.read_text().splitlines()[-1] == "    " + FIX
+    _wait(d, lambda d: "solved" in d.find_element(By.ID, "solved-badge").text, what="the solved badge")
+
+    # a change on disk (the learner's own editor) shows in the page
+    path.write_text(path.read_text() + "# edited elsewhere\n")
+    _wait(d, lambda d: "# edited elsewhere" in _editor(d), 10, "the change on disk in the editor")
+
+    d.find_element(By.CSS_SELECTOR, 'nav.tabs button[data-tab="attempts"]').click()
+    rows = d.find_elements(By.CSS_SELECTOR, "#attempts tr")
+    assert [r.find_elements(By.TAG_NAME, "td")[1].text for r in rows] == ["accepted", "wrong answer"]
+
+    d.get(served.base + "/")
+    row = d.find_element(By.ID, "row-repeat_kv")
+    assert row.get_attribute("data-status") == "solved" and "solved" in row.text
+    assert "Next up: sdpa" in d.find_element(By.ID, "next-up").text
+    db = sqlite3.connect(served.home / "progress.sqlite3")
+    assert db.execute("SELECT verdict FROM attempts ORDER BY id").fetchall() == [("wrong_answer",), ("accepted",)]
+    assert not d.get_log("browser") or all(e["level"] != "SEVERE" for e in d.get_log("browser"))
+
+
+def test_hints_solution_and_math_in_the_browser(browser, served):
+    from selenium.webdriver.common.by import By
+
+    d = browser
+    d.get(served.url.replace("/?", "/p/sdpa?"))
+    _wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, ".CodeMirror"), what="the editor")
+    d.find_element(By.CSS_SELECTOR, 'nav.tabs button[data-tab="hints"]').click()
+    d.find_element(By.ID, "hint-next").click()
+    _wait(d, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#hints .hint")) == 1, what="hint 1")
+    db = sqlite3.connect(served.home / "progress.sqlite3")
+    assert db.execute("SELECT revealed FROM hints WHERE problem = 'sdpa'").fetchone() == (1,)
+    d.find_element(By.CSS_SELECTOR, 'nav.tabs button[data-tab="solution"]').click()
+    d.find_element(By.ID, "solution-show").click()
+    _wait(d, lambda d: "not solved" in d.find_element(By.ID, "solution-gate").text, what="the gate")
+    assert d.find_element(By.ID, "solution").get_attribute("hidden") is not None
+    d.find_element(By.ID, "solution-show").click()
+    _wait(d, lambda d: "def scaled_dot_product_attention" in d.find_element(By.ID, "solution").text, what="the solution")
+    # KaTeX is loaded from the package and typesets TeX
+    html = d.execute_script("return katex.renderToString('\\\\frac{QK^T}{\\\\sqrt{d_k}}')")
+    assert 'class="katex"' in html
+
+
+def _editor(d) -> str:
+    return d.execute_script("return window.torchcodeEditor.getValue()")

@@ -1,0 +1,115 @@
+"""`torchcode serve`: the browser workspace on 127.0.0.1, behind a one-time token."""
+
+from __future__ import annotations
+
+import ipaddress
+import secrets
+import socket
+import sys
+from pathlib import Path
+
+from torchcode.errors import UsageError
+
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+
+DEFAULT_PORT = 8765
+
+
+def run(directory: Path | None, port: int | None, no_browser: bool, host: str, allow_remote: bool,
+        problems_dirs: list[Path] | None, device: str = "auto") -> int:
+    try:
+        import uvicorn
+
+        from torchcode.web.app import create_app
+    except ImportError as e:
+        raise UsageError(f"`torchcode serve` needs its extra dependencies ({e.name} is missing): "
+                         "pip install 'torchcode[serve]'") from None
+    from torchcode.web.security import Guard
+    from torchcode.web.workspace import Workspace
+
+    folder = (directory or Path.cwd()).resolve()
+    if not folder.is_dir():
+        raise UsageError(f"no such folder: {folder}")
+    loopback = _is_loopback(host)
+    if not loopback and not allow_remote:
+        raise UsageError(f"--host {host} would let other machines reach a server that runs code and edits files; "
+                         "pass --allow-remote as well if that is really what you want")
+    sock = _bind(host, port) if port is not None else _first_free(host)
+    port = sock.getsockname()[1]
+    hosts = {f"{h}:{port}" for h in LOOPBACK_NAMES} | _names(host, port)
+    token = secrets.token_urlsafe(32)
+    ws = Workspace(folder, problems_dirs, device=device)
+    app = Guard(create_app(ws), token, hosts, port)
+    shown = "127.0.0.1" if loopback or host in ("0.0.0.0", "::") else (f"[{host}]" if ":" in host else host)
+    url = f"http://{shown}:{port}/?token={token}"
+    if not loopback:
+        print(f"WARNING: serving on {host}: anyone who can reach this address and has the token can run code "
+              "and edit files in this folder as you.", file=sys.stderr, flush=True)
+    print(f"torchcode serve: working in {folder}", flush=True)
+    print(f"Open this URL in your browser (it carries your access token, keep it private):\n    {url}", flush=True)
+    print("Ctrl-C stops the server.", flush=True)
+    if not no_browser:
+        import webbrowser
+
+        try:
+            webbrowser.open(url)
+        except Exception:  # no browser here: the printed URL is enough
+            pass
+    from torchcode.commands import interrupts
+
+    interrupts.message = "torchcode serve stopped (checks in flight were cancelled, nothing left running)"
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", ws="none")
+    server = uvicorn.Server(config)
+    server.run(sockets=[sock])
+    return 0
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _first_free(host: str) -> socket.socket:
+    for p in range(DEFAULT_PORT, DEFAULT_PORT + 20):
+        try:
+            return _bind(host, p)
+        except UsageError:
+            continue
+    return _bind(host, 0)
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    if not 0 <= port <= 65535:
+        raise UsageError(f"--port must be from 0 to 65535 (0: any free port), not {port}")
+    addr = "127.0.0.1" if host == "localhost" else host.strip("[]")
+    family = socket.AF_INET6 if ":" in addr else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((addr, port))
+    except OSError as e:
+        sock.close()
+        raise UsageError(f"cannot listen on {host}:{port}: {e.strerror}. Pick another port with --port "
+                         "(0: any free one)") from None
+    sock.listen(64)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _names(host: str, port: int) -> set[str]:
+    """The Host headers this server answers to besides the loopback ones."""
+    if _is_loopback(host):
+        return set()
+    names = {host if ":" not in host.strip("[]") else f"[{host.strip('[]')}]"}
+    if host in ("0.0.0.0", "::"):
+        names = {socket.gethostname(), socket.getfqdn()}
+        try:
+            names |= set(socket.gethostbyname_ex(socket.gethostname())[2])
+        except OSError:
+            pass
+    return {f"{n}:{port}" for n in names}

@@ -1,0 +1,338 @@
+// The problem page: the editor on DIR/<id>.py, Check with live per-case progress, hints, solution.
+// Text that comes from the learner's code or a grade is always set with textContent, never as HTML;
+// the one HTML the server sends (the report) is rich's escaped export.
+"use strict";
+
+(function () {
+  const data = JSON.parse(document.getElementById("data").textContent);
+  const $ = (id) => document.getElementById(id);
+  const base = "/api/p/" + encodeURIComponent(data.id);
+  let file = data.file;          // what we last know is on disk: {exists, path, text, sha}
+  let dirty = false;             // the editor has text not yet saved
+  let applying = false;          // the editor is being set from disk, not typed in
+  let saveTimer = null;
+  let saving = null;             // the save in flight (a promise)
+  let checking = false;
+
+  async function api(method, url, body) {
+    const opts = {method, headers: {"X-Torchcode": "1"}, credentials: "same-origin"};
+    if (body !== undefined) {
+      opts.headers["Content-Type"] = "application/json";
+      opts.body = JSON.stringify(body);
+    }
+    const r = await fetch(url, opts);
+    let payload = {};
+    try { payload = await r.json(); } catch (e) { /* empty answer */ }
+    return {status: r.status, ok: r.ok, body: payload};
+  }
+
+  function el(tag, cls, text) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  // -- math ------------------------------------------------------------------------------------
+  function typeset(root) {
+    if (!window.katex) return;
+    root.querySelectorAll("span.math").forEach((span) => {
+      if (span.dataset.done) return;
+      try {
+        katex.render(span.textContent, span, {displayMode: span.classList.contains("display"), throwOnError: false});
+        span.dataset.done = "1";
+      } catch (e) { /* leave the TeX as text */ }
+    });
+  }
+
+  // -- editor ----------------------------------------------------------------------------------
+  const editor = CodeMirror($("editor"), {
+    value: file.text, mode: "python", lineNumbers: true, indentUnit: 4, tabSize: 4, indentWithTabs: false,
+    matchBrackets: true, autoCloseBrackets: true, readOnly: !file.exists, viewportMargin: Infinity,
+    extraKeys: {
+      "Ctrl-Enter": () => check(), "Cmd-Enter": () => check(),
+      "Ctrl-S": () => saveNow(), "Cmd-S": () => saveNow(),
+      "Ctrl-/": "toggleComment", "Cmd-/": "toggleComment",
+      Tab: (cm) => cm.somethingSelected() ? cm.indentSelection("add") : cm.replaceSelection("    ", "end"),
+      "Shift-Tab": (cm) => cm.indentSelection("subtract"),
+    },
+  });
+  window.torchcodeEditor = editor;  // for tests and the curious
+
+  function showFile() {
+    $("file-name").textContent = file.exists ? file.path : file.path + " (not started)";
+    $("start").hidden = file.exists;
+    $("reset").hidden = !file.exists;
+    $("check").disabled = !file.exists || checking;
+    editor.setOption("readOnly", !file.exists);
+  }
+
+  function setState(text, cls) {
+    const s = $("save-state");
+    s.textContent = text;
+    s.className = "saved " + (cls || "");
+  }
+
+  function loadFromDisk(f, why) {
+    file = f;
+    applying = true;
+    const cursor = editor.getCursor();
+    editor.setValue(f.text);
+    editor.setCursor(cursor);
+    applying = false;
+    dirty = false;
+    showFile();
+    setState(why || "saved");
+  }
+
+  editor.on("change", () => {
+    if (applying) return;
+    dirty = true;
+    setState("editing…");
+    clearTimeout(saveTimer);
+    saveTimer = setTimeout(saveNow, 600);
+  });
+
+  async function saveNow() {
+    clearTimeout(saveTimer);
+    if (!dirty || !file.exists) return saving;
+    if (saving) await saving;
+    const text = editor.getValue();
+    saving = (async () => {
+      const r = await api("PUT", base + "/file", {text, sha: file.sha});
+      if (r.status === 409) {
+        conflict(r.body.file);
+      } else if (!r.ok) {
+        setState("not saved: " + (r.body.error || r.status), "bad");
+      } else {
+        file = r.body;
+        if (editor.getValue() === text) { dirty = false; setState("saved"); }
+        hideNote();
+      }
+    })();
+    try { await saving; } finally { saving = null; }
+  }
+
+  // -- a change on disk (the learner's own editor, `torchcode reset`) shows here ----------------
+  function conflict(disk) {
+    const note = $("disk-note");
+    note.replaceChildren(el("span", "", file.path + " changed on disk while you were editing here. "));
+    const take = el("button", "", "Load the disk version");
+    take.onclick = () => { loadFromDisk(disk, "loaded from disk"); hideNote(); };
+    const keep = el("button", "", "Keep mine (overwrite the disk)");
+    keep.onclick = () => { file = disk; dirty = true; hideNote(); saveNow(); };
+    note.append(take, keep);
+    note.hidden = false;
+    setState("not saved", "bad");
+  }
+
+  function hideNote() { $("disk-note").hidden = true; }
+
+  async function poll() {
+    if (document.hidden || saving || checking) return;
+    const r = await api("GET", base + "/file");
+    if (!r.ok) return;
+    const disk = r.body;
+    if (disk.sha === file.sha && disk.exists === file.exists) return;
+    if (!dirty) loadFromDisk(disk, disk.exists ? "reloaded: changed on disk" : "");
+    else if (disk.exists) conflict(disk);
+  }
+  setInterval(poll, 1000);
+
+  $("start").onclick = async () => {
+    const r = await api("POST", base + "/start", {});
+    if (r.ok) loadFromDisk(r.body.file, "started");
+    else setState(r.body.error || "could not start", "bad");
+  };
+
+  let resetArmed = false;
+  $("reset").onclick = async () => {
+    if (!resetArmed) {
+      resetArmed = true;
+      $("reset").textContent = "Really reset? (a backup is kept)";
+      setTimeout(() => { resetArmed = false; $("reset").textContent = "Reset"; }, 4000);
+      return;
+    }
+    resetArmed = false;
+    $("reset").textContent = "Reset";
+    const r = await api("POST", base + "/reset", {});
+    if (r.ok) loadFromDisk(r.body.file, r.body.backup ? "reset; your file is kept as " + r.body.backup : "reset");
+    else setState(r.body.error || "could not reset", "bad");
+  };
+
+  // -- check -----------------------------------------------------------------------------------
+  async function check() {
+    if (checking || !file.exists) return;
+    clearTimeout(saveTimer);
+    if (saving) await saving;
+    checking = true;
+    showFile();
+    $("check").textContent = "Checking…";
+    const progress = $("progress");
+    const report = $("report");
+    report.replaceChildren();
+    progress.replaceChildren(el("div", "running", "Starting the grader…"));
+    const lines = {};
+    try {
+      const resp = await fetch(base + "/check", {
+        method: "POST", credentials: "same-origin",
+        headers: {"X-Torchcode": "1", "Content-Type": "application/json"},
+        body: JSON.stringify(dirty ? {text: editor.getValue(), sha: file.sha} : {}),
+      });
+      if (!resp.ok) {
+        let body = {};
+        try { body = await resp.json(); } catch (e) { /* */ }
+        if (resp.status === 409 && body.file) conflict(body.file);
+        progress.replaceChildren(el("div", "error", body.error || ("the check could not start (" + resp.status + ")")));
+        return;
+      }
+      dirty = false;
+      const reader = resp.body.getReader();
+      const decoder = new TextDecoder();
+      let buf = "";
+      for (;;) {
+        const {value, done} = await reader.read();
+        if (done) break;
+        buf += decoder.decode(value, {stream: true});
+        let i;
+        while ((i = buf.indexOf("\n")) >= 0) {
+          const line = buf.slice(0, i);
+          buf = buf.slice(i + 1);
+          if (line.trim()) onEvent(JSON.parse(line), progress, report, lines);
+        }
+      }
+    } catch (e) {
+      progress.append(el("div", "error", "the connection to torchcode serve was lost: " + e));
+    } finally {
+      checking = false;
+      $("check").textContent = "Check";
+      showFile();
+      const r = await api("GET", base + "/file");
+      if (r.ok && !dirty) { file = r.body; showFile(); }
+    }
+  }
+  $("check").onclick = () => check();
+
+  function onEvent(ev, progress, report, lines) {
+    if (ev.event === "started") {
+      progress.replaceChildren(el("div", "running", "Running " + (ev.cases ? ev.cases.length : "the") + " hidden cases" +
+        (ev.dtypes ? " in " + ev.dtypes.join(", ") : "") + "…"));
+      progress.append(el("ol", "cases"));
+    } else if (ev.event === "case") {
+      let list = progress.querySelector("ol.cases");
+      if (!list) { list = el("ol", "cases"); progress.append(list); }
+      const key = ev.name + "/" + (ev.dtype || "");
+      const li = el("li", "case running", ev.name + (ev.dtype ? " (" + ev.dtype + ")" : "") + " …");
+      li.dataset.name = ev.name;
+      lines[key] = li;
+      lines[ev.name] = li;
+      list.append(li);
+      const head = progress.querySelector(".running");
+      if (head && ev.total) head.textContent = "Case " + (ev.index + 1) + " of " + ev.total + ": " + ev.name;
+    } else if (ev.event === "case_done") {
+      const li = lines[ev.name + "/" + (ev.dtype || "")] || lines[ev.name];
+      if (li) {
+        li.className = "case " + (ev.verdict === "accepted" ? "pass" : "fail");
+        li.textContent = (ev.verdict === "accepted" ? "✓ " : "✗ ") + ev.name + (ev.dtype ? " (" + ev.dtype + ")" : "") +
+          ": " + ev.verdict.replace(/_/g, " ");
+      }
+    } else if (ev.event === "report") {
+      progress.replaceChildren();
+      const pre = document.createElement("pre");
+      pre.className = "report " + (ev.report.passed ? "accepted" : "rejected");
+      pre.id = "report-text";
+      pre.dataset.verdict = ev.report.verdict;
+      pre.innerHTML = ev.html;  // rich's export: every character of the report is escaped
+      report.replaceChildren(pre);
+      if (ev.warning) report.append(el("p", "warning", "warning: " + ev.warning));
+      if (ev.report.passed) {
+        $("solved-badge").textContent = "solved";
+        $("solved-badge").className = "status solved";
+        data.solved = true;
+      }
+      loadAttempts();
+    } else if (ev.event === "error" || ev.event === "cancelled") {
+      progress.replaceChildren(el("div", "error", ev.message));
+    }
+  }
+
+  // -- hints, attempts, solution ---------------------------------------------------------------
+  function showHints(hints, total) {
+    const box = $("hints");
+    box.replaceChildren();
+    hints.forEach((h, i) => {
+      const d = el("div", "hint");
+      d.append(el("h3", "", "Hint " + (i + 1) + " of " + total));
+      const body = el("div");
+      body.innerHTML = h;  // rendered by the server from the problem's Markdown, raw HTML escaped
+      d.append(body);
+      box.append(d);
+      typeset(d);
+    });
+    $("hint-count").textContent = "(" + hints.length + "/" + total + ")";
+    $("hint-next").disabled = hints.length >= total;
+    $("hint-next").textContent = hints.length >= total ? "That was the last hint" : "Reveal hint " + (hints.length + 1);
+  }
+  $("hint-next").onclick = async () => {
+    const r = await api("POST", base + "/hint", {});
+    if (r.ok) showHints(r.body.hints, r.body.hints_total);
+  };
+
+  function ago(t) {
+    const s = Date.now() / 1000 - t;
+    if (s < 60) return "just now";
+    if (s < 3600) return Math.floor(s / 60) + " min ago";
+    if (s < 86400) return Math.floor(s / 3600) + " h ago";
+    return Math.floor(s / 86400) + " d ago";
+  }
+  function showAttempts(rows) {
+    const body = $("attempts");
+    body.replaceChildren();
+    for (const a of rows) {
+      const tr = el("tr", a.verdict === "accepted" ? "pass" : "fail");
+      tr.append(el("td", "", ago(a.at)), el("td", "", a.verdict.replace(/_/g, " ")),
+        el("td", "", a.passed + "/" + a.total), el("td", "", a.seconds.toFixed(2) + " s"), el("td", "", String(a.seed)));
+      body.append(tr);
+    }
+    if (!rows.length) {
+      const tr = el("tr");
+      tr.append(el("td", "meta", "No check yet."));
+      body.append(tr);
+    }
+  }
+  async function loadAttempts() {
+    const r = await api("POST", base + "/attempts", {});
+    if (r.ok) showAttempts(r.body);
+  }
+
+  async function solution(confirm) {
+    const r = await api("POST", base + "/solution", {confirm});
+    if (!r.ok) { $("solution-gate").textContent = r.body.error || "cannot show the solution"; return; }
+    if (r.body.gated) {
+      $("solution-gate").textContent = r.body.message;
+      $("solution-show").textContent = "Show it anyway";
+      $("solution-show").onclick = () => solution(true);
+      return;
+    }
+    $("solution-gate").textContent = "";
+    $("solution-show").hidden = true;
+    const pre = $("solution");
+    pre.hidden = false;
+    CodeMirror.runMode ? CodeMirror.runMode(r.body.source, "python", pre) : (pre.textContent = r.body.source);
+  }
+  $("solution-show").onclick = () => solution(false);
+
+  document.querySelectorAll("nav.tabs button").forEach((b) => {
+    b.onclick = () => {
+      document.querySelectorAll("nav.tabs button").forEach((x) => x.classList.toggle("active", x === b));
+      document.querySelectorAll(".tab").forEach((t) => { t.hidden = t.id !== "tab-" + b.dataset.tab; });
+    };
+  });
+
+  showFile();
+  setState(file.exists ? "" : "press Start to write the stub to " + file.path);
+  showHints(data.hints, data.hints_total);
+  showAttempts(data.attempts);
+  typeset(document.querySelector(".statement"));
+  window.addEventListener("beforeunload", () => { if (dirty) saveNow(); });
+})();

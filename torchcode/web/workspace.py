@@ -1,0 +1,251 @@
+"""What the browser workspace shows and does, on the same files and progress store as the CLI.
+
+No web framework here: plain dicts in, plain dicts out. The learner's file for a problem is the
+one ``torchcode start`` records for the served directory (else ``DIR/<id>.py``), so the terminal,
+the learner's own editor and the browser all work on one file. Grading goes through one warm
+:class:`torchcode.session.Session` (a separate process: this one never imports torch).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import threading
+from pathlib import Path
+from typing import Callable
+
+from torchcode.catalog import load_catalog
+from torchcode.errors import StoreError, UsageError
+from torchcode.progress import ProblemProgress, Store
+
+MAX_FILE_BYTES = 1_000_000  # what the editor may save: a kernel is a few KB
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class Workspace:
+    def __init__(self, directory: Path, problems_dirs: list[Path] | None = None, device: str = "auto"):
+        self.dir = Path(directory).resolve()
+        self.problems_dirs = problems_dirs
+        self.device = device
+        self.catalog = load_catalog(problems_dirs)
+        self._session = None
+        self._session_lock = threading.Lock()
+        self._warned: list[str] = []
+
+    # -- the store: one connection per call (requests run on several threads) --------------------
+    def _read(self, read: Callable[[Store], object], default):
+        st = Store()
+        try:
+            return read(st)
+        except StoreError:
+            return default
+        finally:
+            st.close()
+
+    def _write(self, write: Callable[[Store], object]) -> tuple[object, str | None]:
+        """(result, None) or (None, why it was not saved)."""
+        st = Store()
+        try:
+            return write(st), None
+        except StoreError as e:
+            return None, str(e)
+        finally:
+            st.close()
+
+    # -- the list ---------------------------------------------------------------------------------
+    def listing(self) -> dict:
+        problems = self.catalog.ordered()
+        progress: dict[str, ProblemProgress] = self._read(lambda st: st.progress(), {})
+        rows = []
+        for p in problems:
+            pr = progress.get(p.id, ProblemProgress(p.id))
+            rows.append({"id": p.id, "title": p.title, "difficulty": p.difficulty, "topic": p.topic,
+                         "tags": list(p.tags), "status": pr.status, "attempts": pr.attempts,
+                         "best_ms": round(pr.best_seconds * 1000, 2) if pr.best_seconds is not None else None})
+        suggestion = next((r for r in rows if r["status"] != "solved"), None)
+        return {"problems": rows, "solved": sum(r["status"] == "solved" for r in rows),
+                "suggestion": suggestion["id"] if suggestion else None,
+                "broken": {k: str(v) for k, v in sorted(self.catalog.broken.items())}}
+
+    # -- one problem ------------------------------------------------------------------------------
+    def spec(self, pid: str):
+        return self.catalog.get(pid)  # ProblemNotFound (a UsageError-like TorchcodeError) if unknown
+
+    def path(self, spec) -> Path:
+        recorded = self._read(lambda st: st.started_file(self.dir, spec.id), None)
+        return Path(recorded) if recorded else self.dir / f"{spec.id}.py"
+
+    def display(self, path: Path) -> str:
+        try:
+            rel = path.relative_to(self.dir)
+            return str(rel)
+        except ValueError:
+            return str(path)
+
+    def problem(self, pid: str) -> dict:
+        from torchcode.web.markup import statement_html
+
+        spec = self.spec(pid)
+        revealed = self._read(lambda st: st.hints_revealed(spec.id), 0)
+        return {"id": spec.id, "title": spec.title, "difficulty": spec.difficulty, "topic": spec.topic,
+                "tags": list(spec.tags), "signature": spec.entry.signature(), "forbidden": list(spec.forbidden),
+                "statement_html": statement_html(spec.statement()),
+                "hints": self._hints(spec, revealed), "hints_total": len(spec.hints),
+                "solved": self._read(lambda st: st.is_solved(spec.id), False),
+                "file": self.file(pid), "attempts": self.attempts(pid)}
+
+    def _hints(self, spec, revealed: int) -> list[str]:
+        from torchcode.web.markup import statement_html
+
+        return [statement_html(h) for h in spec.hints[:revealed]]
+
+    def file(self, pid: str) -> dict:
+        spec = self.spec(pid)
+        path = self.path(spec)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return {"exists": False, "path": self.display(path), "text": "", "sha": ""}
+        except OSError as e:
+            raise UsageError(f"cannot read {self.display(path)}: {e.strerror}") from None
+        return {"exists": True, "path": self.display(path), "text": data.decode("utf-8", errors="replace"),
+                "sha": sha256(data)}
+
+    def save(self, pid: str, text: str, base_sha: str | None) -> dict:
+        """Write the editor's text; refuse (``Conflict``) when the file changed on disk since ``base_sha``."""
+        spec = self.spec(pid)
+        path = self.path(spec)
+        data = text.encode("utf-8")
+        if len(data) > MAX_FILE_BYTES:
+            raise UsageError(f"the file is over {MAX_FILE_BYTES // 1000} KB; a kernel fits in a few KB")
+        current = self.file(pid)
+        if not current["exists"]:
+            raise UsageError(f"{spec.id} is not started here: press Start (or run `torchcode start {spec.id}`)")
+        if base_sha is not None and current["sha"] != base_sha:
+            raise Conflict(current)
+        if current["sha"] == sha256(data):
+            return current
+        tmp = path.with_name(f".{path.name}.torchcode-save")
+        try:
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
+        except OSError as e:
+            tmp.unlink(missing_ok=True)
+            raise UsageError(f"cannot save {self.display(path)}: {e.strerror}") from None
+        return {"exists": True, "path": self.display(path), "text": text, "sha": sha256(data)}
+
+    def start(self, pid: str) -> dict:
+        """As `torchcode start` in the served folder: the stub, remembered as this folder's file."""
+        from torchcode.scaffold import write_stub
+
+        spec = self.spec(pid)
+        path = self.path(spec)
+        if not path.exists():
+            write_stub(spec, path)
+        _, unsaved = self._write(lambda st: st.mark_started(self.dir, spec.id, path))
+        return {"file": self.file(pid), "warning": unsaved}
+
+    def reset(self, pid: str) -> dict:
+        """As `torchcode reset`: the stub again, the current file kept as a backup beside it."""
+        from torchcode.scaffold import write_stub
+
+        spec = self.spec(pid)
+        path = self.path(spec)
+        written = write_stub(spec, path, force=True)
+        _, unsaved = self._write(lambda st: st.mark_started(self.dir, spec.id, path))
+        return {"file": self.file(pid), "backup": self.display(written.backup) if written.backup else None,
+                "warning": unsaved}
+
+    def hint(self, pid: str) -> dict:
+        """As `torchcode hint`: one more hint, recorded as revealed."""
+        spec = self.spec(pid)
+        n, unsaved = self._write(lambda st: st.reveal_hint(spec.id, len(spec.hints)))
+        if n is None:
+            n = min(self._read(lambda st: st.hints_revealed(spec.id), 0) + 1, len(spec.hints))
+        return {"hints": self._hints(spec, n), "hints_total": len(spec.hints),
+                "warning": f"hint {n} is shown but could not be recorded as revealed: {unsaved}" if unsaved else None}
+
+    def solution(self, pid: str, confirmed: bool) -> dict:
+        """As `torchcode solution`: the reference, after a confirmation unless the problem is solved."""
+        from torchcode.scaffold import solution_source
+
+        spec = self.spec(pid)
+        if not confirmed and not self._read(lambda st: st.is_solved(spec.id), False):
+            return {"gated": True, "message": f"You have not solved {spec.id} yet. Show the reference solution anyway?"}
+        return {"gated": False, "source": solution_source(spec)}
+
+    def attempts(self, pid: str) -> list[dict]:
+        spec = self.spec(pid)
+        rows = self._read(lambda st: st.attempts(spec.id), [])
+        return [{k: r[k] for k in ("at", "verdict", "passed", "total", "seconds", "kernel_seconds", "seed")}
+                for r in reversed(rows)]
+
+    # -- grading ----------------------------------------------------------------------------------
+    def session(self):
+        """The warm grading session, started on first use (the server starts it ahead, in a thread)."""
+        with self._session_lock:
+            if self._session is None:
+                from torchcode.session import Session
+
+                s = Session(problems_dirs=self.problems_dirs, device=self.device)
+                s.start()
+                self._session = s
+            return self._session
+
+    def cancel(self) -> None:
+        s = self._session
+        if s is not None:
+            s.cancel()
+
+    def close(self) -> None:
+        with self._session_lock:
+            if self._session is not None:
+                self._session.close()
+                self._session = None
+
+    def check(self, pid: str, on_event: Callable[[dict], None]) -> dict:
+        """Grade the learner's file as `torchcode check` does, record the attempt, render the report."""
+        from torchcode.progress.record import record_report
+
+        spec = self.spec(pid)
+        path = self.path(spec)
+        if not path.is_file():
+            raise UsageError(f"{spec.id} is not started here: press Start (or run `torchcode start {spec.id}`)")
+        report = self.session().grade(spec.id, path=str(path), on_event=on_event)
+        st = Store()
+        try:
+            record_report(st, report, path)
+            warning = "; ".join(st.warnings) or None
+        except StoreError as e:
+            warning = f"progress not saved: {e}"
+        finally:
+            st.close()
+        return {"report": report.to_dict(), "html": report_html(report, self.display(path)), "warning": warning}
+
+
+class Conflict(Exception):
+    """The file changed on disk since the page loaded it."""
+
+    def __init__(self, current: dict):
+        super().__init__("the file changed on disk")
+        self.current = current
+
+
+class _Utf8(io.StringIO):
+    encoding = "utf-8"  # so the report draws the same marks as in a UTF-8 terminal
+
+
+def report_html(report, display_file: str) -> str:
+    """The CLI's report, exactly, as HTML (everything the submission controls is escaped)."""
+    from rich.console import Console
+
+    from torchcode.render.report import report as render
+
+    con = Console(file=_Utf8(), record=True, width=100, force_terminal=True, color_system="truecolor",
+                  highlight=False, soft_wrap=False)
+    render(con, report, display_file=display_file)
+    return con.export_html(inline_styles=True, code_format="{code}")
