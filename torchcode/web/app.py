@@ -25,6 +25,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from torchcode.errors import ProblemNotFound, TorchcodeError
+from torchcode.session import Cancelled
 from torchcode.web.workspace import Conflict, Workspace
 
 HERE = Path(__file__).resolve().parent
@@ -57,8 +58,7 @@ def create_app(ws: Workspace, *, warm: bool = True) -> Starlette:
         def go():
             try:
                 s = ws.session()
-                if hasattr(s, "warm"):
-                    s.warm([pid])
+                s.warm([pid])
             except Exception as e:  # the first check says what went wrong, in full
                 log.debug("warming %s failed: %s", pid, e)
         checks.submit(go) if not busy.locked() else None
@@ -123,14 +123,13 @@ def create_app(ws: Workspace, *, warm: bool = True) -> Starlette:
             try:
                 result = ws.check(pid, emit)
                 emit({"event": "report", **result})
+            except Cancelled:
+                emit({"event": "cancelled", "message": "the check was stopped and nothing was recorded"})
             except TorchcodeError as e:
                 emit({"event": "error", "message": str(e)})
             except Exception as e:
-                if type(e).__name__ == "Cancelled":
-                    emit({"event": "cancelled", "message": "the check was stopped and nothing was recorded"})
-                else:
-                    log.exception("check failed")
-                    emit({"event": "error", "message": f"torchcode could not finish the check: {type(e).__name__}: {e}"})
+                log.exception("check failed")
+                emit({"event": "error", "message": f"torchcode could not finish the check: {type(e).__name__}: {e}"})
             finally:
                 busy.release()
                 emit(None)
