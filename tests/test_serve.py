@@ -214,3 +214,38 @@ def test_check_streams_cases_and_records_like_the_cli(served):
     row = next(p for p in listing["problems"] if p["id"] == "repeat_kv")
     assert row["status"] == "solved" and listing["suggestion"] != "repeat_kv"
     assert time.monotonic() - t0 < 120
+
+
+# -- the command itself -------------------------------------------------------------------------
+
+def test_another_address_needs_an_explicit_flag_and_warns(cli, workdir):
+    r = cli("serve", "--host", "0.0.0.0", "--no-browser", "--port", "0", timeout=60)
+    assert r.code == 2 and "--allow-remote" in r.err and "Traceback" not in r.text
+    r = cli("serve", str(workdir / "missing"), "--no-browser", timeout=60)
+    assert r.code == 2 and "no such folder" in r.err
+
+
+def test_allow_remote_prints_a_warning(tmp_path):
+    (tmp_path / "ws").mkdir()
+    s = start_server(tmp_path / "ws", tmp_path / "home", "--host", "0.0.0.0", "--allow-remote")
+    try:
+        out = "".join(s.output)
+        assert "WARNING" in out and "run code" in out
+        assert s.request("GET", "/api/problems")[0] == 200  # loopback still answers, with the token
+        assert s.request("GET", "/api/problems", auth=False)[0] == 401
+    finally:
+        assert stop_server(s) == 130
+
+
+def test_statement_markup_is_inert_and_keeps_math_whole():
+    from torchcode.web.markup import statement_html
+
+    out = statement_html("Weights $a_i b_j$, cost $5 and $6.\n\n$$\\sum_j w_{ij} = 1$$\n\n"
+                         "<script>alert(1)</script> <img src=x onerror=alert(1)> [x](javascript:alert(1))\n\n"
+                         "    code $y$ stays\n\n`$z$` too\n\n```math\n\\frac{a}{b} < c\n```\n")
+    assert '<span class="math">a_i b_j</span>' in out and "<em>" not in out
+    assert "cost $5 and $6" in out  # prices are not math
+    assert '<span class="math display">\\sum_j w_{ij} = 1</span>' in out
+    assert '<span class="math display">\\frac{a}{b} &lt; c</span>' in out
+    assert "<script" not in out and "<img" not in out and 'href="javascript' not in out
+    assert "code $y$ stays" in out and "<code>$z$</code>" in out

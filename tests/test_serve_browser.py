@@ -14,6 +14,7 @@ import pytest
 pytest.importorskip("starlette", reason="torchcode serve needs the 'serve' extra (in the 'test' extra): pip install -e '.[test]'")
 pytest.importorskip("selenium", reason="the browser tests need selenium (in the 'test' extra): pip install -e '.[test]'")
 
+from conftest import FIXTURES  # noqa: E402
 from serving import start_server, stop_server  # noqa: E402
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
@@ -164,9 +165,37 @@ def test_hints_solution_and_math_in_the_browser(browser, served):
     assert d.find_element(By.ID, "solution").get_attribute("hidden") is not None
     d.find_element(By.ID, "solution-show").click()
     _wait(d, lambda d: "def scaled_dot_product_attention" in d.find_element(By.ID, "solution").text, what="the solution")
-    # KaTeX is loaded from the package and typesets TeX
-    html = d.execute_script("return katex.renderToString('\\\\frac{QK^T}{\\\\sqrt{d_k}}')")
-    assert 'class="katex"' in html
+    assert not d.find_elements(By.CSS_SELECTOR, ".katex")  # no math here: KaTeX is not even loaded
+    assert d.execute_script("return typeof katex") == "undefined"
+
+
+def test_math_in_a_statement_is_typeset_from_the_package(browser, tmp_path):
+    """A pack whose statement has TeX: KaTeX (shipped in torchcode/web/static/) typesets it."""
+    from selenium.webdriver.common.by import By
+
+    pack = tmp_path / "pack"
+    (pack / "problems").mkdir(parents=True)
+    shutil.copytree(FIXTURES / "course_pack" / "problems" / "good_attention", pack / "problems" / "good_attention")
+    (pack / "solutions").mkdir()
+    (pack / "templates").mkdir()
+    shutil.copy(FIXTURES / "course_pack" / "solutions" / "good_attention.py", pack / "solutions")
+    shutil.copy(FIXTURES / "course_pack" / "templates" / "good_attention.py.j2", pack / "templates")
+    statement = pack / "problems" / "good_attention" / "statement.md"
+    statement.write_text(statement.read_text() + "\n```math\n\\operatorname{softmax}\\left(\\frac{QK^\\top}{\\sqrt{D}}\\right)V\n```\n\n"
+                         "Row $i$ weights value $v_j$ by $a_i b_j$.\n")
+    (tmp_path / "ws").mkdir()
+    s = start_server(tmp_path / "ws", tmp_path / "home", "--problems-dir", str(pack))
+    try:
+        d = browser
+        d.get(s.url.replace("/?", "/p/good_attention?"))
+        _wait(d, lambda d: len(d.find_elements(By.CSS_SELECTOR, ".statement .katex")) == 4, what="KaTeX output")
+        assert len(d.find_elements(By.CSS_SELECTOR, ".statement .katex-display")) == 1
+        assert not d.find_elements(By.CSS_SELECTOR, ".statement em")  # a_i b_j is math, not emphasis
+        assert "softmax" in d.find_element(By.CSS_SELECTOR, ".katex-display").text
+        fonts = d.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
+        assert all(u.startswith(s.base) for u in fonts), fonts  # nothing from the network
+    finally:
+        assert stop_server(s) == 130
 
 
 def _editor(d) -> str:

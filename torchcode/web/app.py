@@ -159,6 +159,8 @@ def create_app(ws: Workspace, *, warm: bool = True) -> Starlette:
 
     def _start_session():
         try:
+            import torchcode.render.report  # noqa: F401  (rich's rendering: imported now, not during the first check)
+
             ws.session()
         except Exception as e:
             log.debug("the grading session did not start yet: %s", e)

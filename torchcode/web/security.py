@@ -23,8 +23,9 @@ HEADERS = [  # on every answer
     (b"x-frame-options", b"DENY"),
     (b"x-content-type-options", b"nosniff"),
     (b"referrer-policy", b"no-referrer"),
-    (b"cache-control", b"no-store"),
 ]
+NO_STORE = (b"cache-control", b"no-store")  # pages and answers: never kept
+REVALIDATE = (b"cache-control", b"private, no-cache")  # the vendored files: kept, re-validated by ETag
 
 
 def cookie_name(port: int) -> str:
@@ -55,9 +56,11 @@ class Guard:
             cookie = f"{self.cookie}={self.token}; Path=/; HttpOnly; SameSite=Strict"
             return await _answer(send, 303, "", [(b"location", location.encode()), (b"set-cookie", cookie.encode())])
 
+        cache = REVALIDATE if scope["path"].startswith("/static/") else NO_STORE
+
         async def send_with_headers(message):
             if message["type"] == "http.response.start":
-                message = {**message, "headers": [*message.get("headers", []), *HEADERS]}
+                message = {**message, "headers": [*message.get("headers", []), *HEADERS, cache]}
             await send(message)
 
         return await self.app(scope, receive, send_with_headers)
@@ -96,6 +99,6 @@ class Guard:
 async def _answer(send, status: int, text: str, extra: list[tuple[bytes, bytes]] = ()) -> None:
     body = json.dumps({"error": text}).encode() if text else b""
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-               *extra, *HEADERS]
+               *extra, *HEADERS, NO_STORE]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

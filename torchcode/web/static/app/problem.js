@@ -34,9 +34,29 @@
   }
 
   // -- math ------------------------------------------------------------------------------------
+  let katexLoading = null;
+  function loadKatex() {  // only pages with math pay for KaTeX
+    if (!katexLoading) {
+      katexLoading = new Promise((resolve, reject) => {
+        const css = document.createElement("link");
+        css.rel = "stylesheet";
+        css.href = "/static/katex/katex.min.css";
+        document.head.append(css);
+        const js = document.createElement("script");
+        js.src = "/static/katex/katex.min.js";
+        js.onload = resolve;
+        js.onerror = reject;
+        document.head.append(js);
+      });
+    }
+    return katexLoading;
+  }
+
   function typeset(root) {
-    if (!window.katex) return;
-    root.querySelectorAll("span.math").forEach((span) => {
+    const spans = root.querySelectorAll("span.math");
+    if (!spans.length) return;
+    if (!window.katex) { loadKatex().then(() => typeset(root), () => {}); return; }
+    spans.forEach((span) => {
       if (span.dataset.done) return;
       try {
         katex.render(span.textContent, span, {displayMode: span.classList.contains("display"), throwOnError: false});
