@@ -18,14 +18,49 @@ app = typer.Typer(
     name="torchcode",
     help="Practice PyTorch attention kernels: start a problem, fill it in, check it against hidden cases.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion (typer's own; costs nothing until used)
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+def _plain_usage() -> None:
+    """typer writes a required argument as ``{PROBLEM}`` in usage lines; write it ``PROBLEM``, as click does."""
+    import re
+
+    from typer.core import TyperArgument
+
+    original = TyperArgument.make_metavar
+
+    def make_metavar(self, *args, **kwargs):
+        return re.sub(r"^\{([^{}]*)\}", r"\1", original(self, *args, **kwargs))
+
+    TyperArgument.make_metavar = make_metavar
+
+
+_plain_usage()
 
 PacksOpt = Annotated[Optional[list[Path]], typer.Option(
     "--problems-dir", help="An extra problem pack (a folder with problems/, solutions/, templates/). Repeatable.")]
-ProblemArg = Annotated[str, typer.Argument(help="Problem id, e.g. gqa (see `torchcode list`).")]
+ProblemArg = Annotated[str, typer.Argument(
+    metavar="PROBLEM", help="Problem id or the number `torchcode list` prints, e.g. gqa or 10.")]
+LastProblemArg = Annotated[Optional[str], typer.Argument(
+    metavar="[PROBLEM]", show_default=False,
+    help="Problem id or number. Default: the problem started last in this directory.")]
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"torchcode {version('torchcode')}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option(
+        "--version", is_eager=True, callback=_version, help="Print torchcode's version and exit.")] = False):
+    """Practice PyTorch attention kernels: start a problem, fill it in, check it against hidden cases."""
 
 
 @app.command("list")
@@ -59,7 +94,7 @@ def start(problem: ProblemArg,
 
 @app.command()
 def check(target: Annotated[Optional[str], typer.Argument(
-              help="A problem id or a file. Default: the problem started last in this directory.")] = None,
+              metavar="[TARGET]", show_default=False, help="A problem id or a file. Default: the problem started last in this directory.")] = None,
           problem: Annotated[Optional[str], typer.Option("--problem", "-p", help="The problem FILE solves.")] = None,
           seed: Annotated[Optional[int], typer.Option(help="Reproduce a run: the seed printed on failure.")] = None,
           json_: Annotated[bool, typer.Option("--json", help="Print one JSON report and nothing else on stdout.")] = False,
@@ -80,8 +115,9 @@ def check(target: Annotated[Optional[str], typer.Argument(
 
 
 @app.command()
-def bench(target: Annotated[Optional[str], typer.Argument(help="A problem id or a file (as for check).")] = None,
-          file: Annotated[Optional[str], typer.Argument(help="The file to benchmark (default: ./PROBLEM.py).")] = None,
+def bench(target: Annotated[Optional[str], typer.Argument(
+              metavar="[TARGET]", show_default=False, help="A problem id or a file (as for check).")] = None,
+          file: Annotated[Optional[str], typer.Argument(metavar="[FILE]", show_default=False, help="The file to benchmark (default: ./PROBLEM.py).")] = None,
           device: Annotated[str, typer.Option(help="auto, cpu or cuda.")] = "auto",
           dtype: Annotated[str, typer.Option(help="float32, bfloat16 or float16.")] = "float32",
           sizes: Annotated[Optional[str], typer.Option(help="Comma-separated sizes (default: the problem's).")] = None,
@@ -104,7 +140,7 @@ def bench(target: Annotated[Optional[str], typer.Argument(help="A problem id or 
 
 
 @app.command()
-def hint(problem: ProblemArg,
+def hint(problem: LastProblemArg = None,
          all_: Annotated[bool, typer.Option("--all", help="Show every hint revealed so far, without revealing more.")] = False,
          problems_dir: PacksOpt = None):
     """Reveal the next hint for PROBLEM (hints go from a nudge to nearly the answer)."""
@@ -122,11 +158,31 @@ def status(problems_dir: PacksOpt = None):
 
 
 @app.command()
-def reset(problem: ProblemArg, problems_dir: PacksOpt = None):
-    """Restore the stub for PROBLEM; your current file is kept as a backup."""
+def reset(problem: LastProblemArg = None,
+          progress: Annotated[bool, typer.Option(
+              "--progress", help="Forget PROBLEM's recorded attempts instead (your file and hints stay).")] = False,
+          yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation (--progress).")] = False,
+          problems_dir: PacksOpt = None):
+    """Restore the stub for PROBLEM; your current file is kept as a backup. --progress forgets its attempts."""
+    if progress:
+        from torchcode.commands import history as cmd
+
+        raise typer.Exit(cmd.forget(problem, yes, problems_dir))
     from torchcode.commands import start as cmd
 
     raise typer.Exit(cmd.reset(problem, problems_dir))
+
+
+@app.command()
+def history(problem: LastProblemArg = None,
+            show: Annotated[Optional[int], typer.Option(metavar="N", help="Print the source of attempt N.")] = None,
+            diff: Annotated[Optional[tuple[int, int]], typer.Option(
+                metavar="N M", help="Show what changed from attempt N to attempt M.")] = None,
+            problems_dir: PacksOpt = None):
+    """Your attempts at PROBLEM: time, verdict, cases passed, seed, duration; the source of each."""
+    from torchcode.commands import history as cmd
+
+    raise typer.Exit(cmd.run(problem, show, diff, problems_dir))
 
 
 @app.command()
@@ -140,7 +196,7 @@ def solution(problem: ProblemArg,
 
 
 @app.command()
-def new(problem: ProblemArg,
+def new(problem: Annotated[str, typer.Argument(metavar="PROBLEM", help="The new problem's id (a Python identifier).")],
         kind: Annotated[str, typer.Option(help="function or module")] = "function",
         dir_: Annotated[Path, typer.Option("--dir", help="The pack folder to create it in.")] = Path("."),
         title: Annotated[Optional[str], typer.Option(help="The problem's title.")] = None):
@@ -151,7 +207,7 @@ def new(problem: ProblemArg,
 
 
 @app.command()
-def validate(problems: Annotated[Optional[list[str]], typer.Argument(help="Problem ids (default: all).")] = None,
+def validate(problems: Annotated[Optional[list[str]], typer.Argument(metavar="[PROBLEM]...", show_default=False, help="Problem ids (default: all).")] = None,
              seeds: Annotated[int, typer.Option(help="How many seeds the reference must pass on.")] = 3,
              problems_dir: PacksOpt = None):
     """Check problems: spec, statement, stub, reference on several seeds, known-wrong and correct variants, time."""
@@ -196,15 +252,42 @@ def main() -> None:
 
 
 def _run():
+    args = sys.argv[1:]
+    as_json = args[:1] in (["check"], ["bench"]) and "--json" in args[1:]
     try:
+        if as_json:  # errors too are one JSON object on stdout, argument errors included
+            return _run_json()
         app()
     except SystemExit as e:
         return e.code
     except TorchcodeError as e:
-        from torchcode.render.terminal import inert
-
-        print(f"error: {inert(str(e))}", file=sys.stderr)
+        _error(str(e), as_json, e.exit_code)
         return e.exit_code
     except KeyboardInterrupt:
         return 130
     return 0
+
+
+def _run_json():
+    """``app()`` with click's argument errors raised here rather than printed as usage text."""
+    try:
+        from typer._click.exceptions import ClickException  # typer >= 0.28 carries its own click
+    except ImportError:
+        from click.exceptions import ClickException
+    try:
+        return app(standalone_mode=False)
+    except typer.Abort:
+        return 130
+    except ClickException as e:
+        _error(e.format_message(), True, e.exit_code)
+        return e.exit_code
+
+
+def _error(message: str, as_json: bool, code: int) -> None:
+    from torchcode.render.terminal import inert
+
+    if as_json:
+        import json
+
+        print(json.dumps({"error": message, "exit_code": code}), flush=True)
+    print(f"error: {inert(message)}", file=sys.stderr)

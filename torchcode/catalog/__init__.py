@@ -25,11 +25,32 @@ class Catalog:
         return sorted(self.problems.values(), key=lambda p: (p.order, p.id))
 
     def get(self, problem_id: str) -> ProblemSpec:
+        """A problem by its id, or as the learner may type it: the number `torchcode list` prints,
+        any case, ``-`` for ``_`` (``show 10``, ``show GQA``, ``start kv-cache``)."""
+        problem_id = self.find(problem_id) or problem_id
         if problem_id in self.problems:
             return self.problems[problem_id]
         if problem_id in self.broken:
             raise self.broken[problem_id]
+        if problem_id.strip().isdigit():
+            raise UsageError(f"there is no problem number {problem_id.strip()}: `torchcode list` numbers them "
+                             f"from 1 to {len(self.problems)}")
         raise ProblemNotFound(problem_id, sorted(self.problems))
+
+    def find(self, text: str) -> str | None:
+        """The id ``text`` names (see ``get``), or None."""
+        if text in self.problems or text in self.broken:
+            return text
+        text = text.strip()
+        if text.isdigit():
+            ordered = self.ordered()
+            return ordered[int(text) - 1].id if 1 <= int(text) <= len(ordered) else None
+        key = text.lower().replace("-", "_")
+        return next((pid for pid in [*self.problems, *self.broken] if pid.lower().replace("-", "_") == key), None)
+
+    def number(self, problem_id: str) -> int:
+        """The number `torchcode list` prints for a problem (its place in the recommended order)."""
+        return self.ids().index(problem_id) + 1
 
     def ids(self) -> list[str]:
         return [p.id for p in self.ordered()]
@@ -41,8 +62,12 @@ def load_catalog(problems_dirs: list[Path] | None = None, *, builtin: bool = Tru
     catalog = Catalog()
     cache = DerivedCache("problem-specs")
     origin: dict[str, Path] = {}
+    seen: set[Path] = set()
     for pack in packs:
         pack = pack.expanduser().resolve()
+        if pack in seen:  # the same pack named twice (--problems-dir and TORCHCODE_PROBLEMS) is one pack
+            continue
+        seen.add(pack)
         if not pack.is_dir():
             raise UsageError(f"problem pack {pack} does not exist or is not a folder")
         root = pack / "problems"

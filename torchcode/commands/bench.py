@@ -25,7 +25,10 @@ def run(target: str | None, problem: str | None, limits, dtype: str, sizes: list
         limits.device = resolve_device(limits.device)
         graded = grader.grade(spec, path, dtypes=[dtype])
         if not graded.passed:
-            err_console().print(inert(f"{display_path(path)} is not accepted ({graded.verdict.value}: {graded.message}). "
+            from torchcode.render import verdict_label
+
+            what = verdict_label(graded.verdict.value)[1].lower()  # "not implemented yet", not not_implemented
+            err_console().print(inert(f"{display_path(path)} is not accepted ({what}: {graded.message}). "
                                       f"Only correct kernels are benchmarked: run `torchcode check {spec.id}` first."),
                                 markup=False, highlight=False)
             return 1

@@ -41,7 +41,7 @@ def run(target: str | None, problem: str | None, seed: int | None, as_json: bool
     with _private_tempdir(), Grader(limits) as grader:  # forks the zygote before anything touches CUDA
         limits.device = resolve_device(limits.device)
         report = grader.grade(spec, path, seed=seed, dtypes=wanted)
-    shown = json.dumps(report.to_dict(), indent=2) + "\n" if as_json else _rendered(report, path)
+    shown = json.dumps(report.to_dict(), indent=2) + "\n" if as_json else _rendered(report, path, spec)
     notes = []
     with interrupts.deferred():  # recording is never cut in half; a Ctrl-C before its commit cancels it
         try:
@@ -58,12 +58,14 @@ def run(target: str | None, problem: str | None, seed: int | None, as_json: bool
     return 0 if report.passed else 1
 
 
-def _rendered(report, path: Path) -> str:
+def _rendered(report, path: Path, spec) -> str:
+    from torchcode.paths import builtin_pack
     from torchcode.render.report import report as render
 
     con = console()
+    pack = display_path(spec.pack) if spec.pack.resolve() != builtin_pack().resolve() else None
     with con.capture() as captured:
-        render(con, report, display_file=display_path(path))
+        render(con, report, display_file=display_path(path), pack=pack)
     return captured.get()
 
 

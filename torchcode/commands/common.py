@@ -62,6 +62,17 @@ def learner_file(st: Store, spec: ProblemSpec, cwd: Path) -> Path:
     return Path(recorded) if recorded else cwd / f"{spec.id}.py"
 
 
+def problem_or_last(cat: Catalog, st: Store, problem: str | None, command: str) -> ProblemSpec:
+    """``problem`` as typed, or (when left out) the problem started last in this directory, as for check."""
+    if problem is not None:
+        return cat.get(problem)
+    last = shown_progress(lambda: st.last_started(Path.cwd()), None)
+    if last is None:
+        raise UsageError(f"nothing has been started in this directory: name the problem, "
+                         f"`torchcode {command} PROBLEM` (see `torchcode list`)")
+    return cat.get(last[0])
+
+
 def resolve_target(cat: Catalog, st: Store, target: str | None, problem: str | None) -> tuple[ProblemSpec, Path]:
     """``check`` / ``check gqa`` / ``check path.py --problem gqa`` -> (spec, file)."""
     cwd = Path.cwd()
@@ -79,12 +90,12 @@ def resolve_target(cat: Catalog, st: Store, target: str | None, problem: str | N
     if looks_like_file:
         if not as_path.is_file():
             raise UsageError(f"no such file: {target}")
-        pid = problem or as_path.stem
-        if pid not in cat.problems and not problem:
+        pid = problem or (None if as_path.stem.isdigit() else cat.find(as_path.stem))  # a list number is no file name
+        if pid is None:
             raise UsageError(f"cannot tell which problem {target} solves: add --problem PROBLEM")
         return cat.get(pid), as_path.resolve()
     spec = cat.get(target)
-    if problem and problem != target:
+    if problem and cat.get(problem).id != spec.id:
         raise UsageError(f"conflicting problems: '{target}' and --problem '{problem}'")
     path = learner_file(st, spec, cwd)
     if not path.is_file():

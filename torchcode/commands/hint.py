@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from torchcode.commands.common import catalog, shown_progress, store, warn, warn_store
+from torchcode.commands.common import catalog, problem_or_last, shown_progress, store, warn, warn_store
 from torchcode.errors import StoreError
 from torchcode.render import console
 from torchcode.render.catalog import hints
 
 
-def run(problem: str, show_all: bool, problems_dirs: list[Path] | None) -> int:
-    spec = catalog(problems_dirs).get(problem)
+def run(problem: str | None, show_all: bool, problems_dirs: list[Path] | None) -> int:
     st = store()
+    spec = problem_or_last(catalog(problems_dirs), st, problem, "hint")
     con = console()
     revealed = shown_progress(lambda: st.hints_revealed(spec.id), 0)
     if show_all:

@@ -12,8 +12,13 @@ from torchcode.render.catalog import problem_table
 def run(problems_dirs: list[Path] | None, tag: str | None, difficulty: str | None) -> int:
     cat = catalog(problems_dirs)
     problems = cat.ordered()
+    numbers = {p.id: n for n, p in enumerate(problems, 1)}  # filters keep the numbers `show N` takes
     if tag:
-        problems = [p for p in problems if tag in p.tags]
+        tags = sorted({t for p in problems for t in p.tags})
+        wanted = next((t for t in tags if t.lower() == tag.lower()), None)
+        if wanted is None:
+            raise UsageError(f"no problem has the tag {tag!r}. Tags: {', '.join(tags)}")
+        problems = [p for p in problems if wanted in p.tags]
     if difficulty:
         if difficulty.lower() not in ("easy", "medium", "hard"):
             raise UsageError(f"--difficulty must be easy, medium or hard, not {difficulty!r}")
@@ -27,5 +32,5 @@ def run(problems_dirs: list[Path] | None, tag: str | None, difficulty: str | Non
 
         echo("No problem matches those filters.")
         return 0
-    problem_table(problems, progress, suggestion)
+    problem_table(problems, progress, suggestion, numbers)
     return 0

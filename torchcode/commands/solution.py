@@ -20,6 +20,7 @@ def run(problem: str, yes: bool, problems_dirs: list[Path] | None) -> int:
         import typer
 
         if not typer.confirm(f"You have not solved {spec.id} yet. Show the reference solution anyway?", default=False):
+            typer.echo(f"Not shown. `torchcode hint {spec.id}` gives a nudge instead.")
             return 0
     source = solution_source(spec)
     if sys.stdout.isatty():

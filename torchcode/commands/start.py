@@ -6,7 +6,7 @@ from pathlib import Path
 
 from typer import echo, style
 
-from torchcode.commands.common import catalog, display_path, learner_file, store
+from torchcode.commands.common import catalog, display_path, learner_file, problem_or_last, store
 from torchcode.errors import StoreError
 from torchcode.scaffold import write_stub
 
@@ -36,9 +36,10 @@ def start(problem: str, file: Path | None, force: bool, problems_dirs: list[Path
     return 0
 
 
-def reset(problem: str, problems_dirs: list[Path] | None) -> int:
-    spec = catalog(problems_dirs).get(problem)
-    path = learner_file(store(), spec, Path.cwd())
+def reset(problem: str | None, problems_dirs: list[Path] | None) -> int:
+    st = store()
+    spec = problem_or_last(catalog(problems_dirs), st, problem, "reset")
+    path = learner_file(st, spec, Path.cwd())
     written = write_stub(spec, path, force=True)
     _remember(spec, path)
     if written.backup:

@@ -20,7 +20,7 @@ from typing import Callable
 from torchcode import paths
 from torchcode.errors import StoreError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: attempts.source (the file as checked); a version 1 store is migrated on open
 SEED_MIN, SEED_MAX = 0, 2**63 - 1  # what `check --seed` accepts: a SQLite INTEGER, never negative
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS attempts (
@@ -34,7 +34,8 @@ CREATE TABLE IF NOT EXISTS attempts (
     kernel_seconds REAL NOT NULL,
     sha256 TEXT NOT NULL,
     file TEXT NOT NULL,
-    seed INTEGER NOT NULL
+    seed INTEGER NOT NULL,
+    source BLOB
 );
 CREATE INDEX IF NOT EXISTS attempts_problem ON attempts(problem);
 CREATE TABLE IF NOT EXISTS hints (
@@ -74,6 +75,7 @@ class Store:
         self.read_only: str | None = None  # why the store could only be opened read-only
         self._conn: sqlite3.Connection | None = None
         self._empty = False  # opened read-only before any table was created: nothing recorded yet
+        self._old = False  # an older schema opened read-only (it could not be migrated): no sources
 
     # -- connection ---------------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
@@ -108,12 +110,29 @@ class Store:
             if "attempts" not in tables:
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.executescript("BEGIN IMMEDIATE;" + SCHEMA + f"PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;")
+            elif version < SCHEMA_VERSION:
+                self._migrate(conn)
             # No full scan here (it grows with the history): a damaged page raises "malformed"
             # when a query touches it, and _use() moves the file aside then.
         except BaseException:
             conn.close()
             raise
         return conn
+
+    @staticmethod
+    def _migrate(conn: sqlite3.Connection) -> None:
+        """Bring an older store up to date in one transaction, keeping every row. Two processes may
+        race here: the write lock serialises them and the second finds nothing left to do."""
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            columns = {r[1] for r in conn.execute("PRAGMA table_info(attempts)")}
+            if "source" not in columns:  # version 1 -> 2
+                conn.execute("ALTER TABLE attempts ADD COLUMN source BLOB")
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
 
     def _open_read_only(self, cause: sqlite3.DatabaseError) -> sqlite3.Connection:
         """Open a store this process cannot write. ``mode=ro`` still needs the WAL index beside the
@@ -135,6 +154,7 @@ class Store:
                 conn.close()
                 raise StoreError(f"{self.path} was written by a newer torchcode (schema {version}); upgrade torchcode")
             self._empty = "attempts" not in tables
+            self._old = version < 2  # an older store read as it is: no sources kept
             self.read_only = str(cause)
             return conn
         raise StoreError(f"cannot open the progress store {self.path}: {cause}; read-only: {error}") from None
@@ -180,12 +200,13 @@ class Store:
                 self.close()
                 self._move_aside(e)
 
-    def _write(self, sql: str, args: tuple, before_commit: Callable[[], None] | None = None) -> None:
-        """One transaction. ``before_commit()`` runs inside it; if it raises, nothing is written."""
+    def _write(self, sql: str, args: tuple, before_commit: Callable[[], None] | None = None) -> int:
+        """One transaction; returns how many rows it changed. ``before_commit()`` runs inside it; if it
+        raises, nothing is written."""
         def write(conn):
             conn.execute("BEGIN IMMEDIATE")
             try:
-                conn.execute(sql, args)
+                changed = conn.execute(sql, args).rowcount
                 if before_commit is not None:
                     before_commit()
             except BaseException:
@@ -195,13 +216,14 @@ class Store:
                     pass  # the connection is closed with the process; SQLite rolls back then
                 raise
             conn.execute("COMMIT")
+            return changed
 
         self._connect()
         if self.read_only:
             raise StoreError(f"the progress store {self.path} is read-only here ({self.read_only}). "
                              "Set TORCHCODE_HOME to a writable folder.")
         try:
-            self._use(write)
+            return self._use(write)
         except (sqlite3.DatabaseError, OverflowError) as e:
             raise StoreError(f"cannot write the progress store {self.path}: {e}. "
                              "Set TORCHCODE_HOME to a writable folder.") from None
@@ -224,20 +246,49 @@ class Store:
 
     # -- records --------------------------------------------------------------------------------
     def record_attempt(self, *, problem: str, verdict: str, passed: int, total: int, seconds: float,
-                       kernel_seconds: float, sha256: str, file: str, seed: int,
+                       kernel_seconds: float, sha256: str, file: str, seed: int, source: bytes | None = None,
                        before_commit: Callable[[], None] | None = None) -> None:
-        """Record one check. ``before_commit`` may still call it off (by raising): then nothing is recorded."""
+        """Record one check (``source``: the file's bytes as checked, for `history`). ``before_commit`` may
+        still call it off (by raising): then nothing is recorded."""
         if not SEED_MIN <= seed <= SEED_MAX:
             raise StoreError(f"the seed {seed} cannot be recorded: seeds go from {SEED_MIN} to {SEED_MAX}")
-        self._write("INSERT INTO attempts (problem, at, verdict, passed, total, seconds, kernel_seconds, sha256, file, seed)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (problem, time.time(), verdict, passed, total, seconds, kernel_seconds, sha256, file, seed),
+        self._write("INSERT INTO attempts (problem, at, verdict, passed, total, seconds, kernel_seconds, sha256, file, seed,"
+                    " source) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (problem, time.time(), verdict, passed, total, seconds, kernel_seconds, sha256, file, seed,
+                     None if source is None else bytes(source)),
                     before_commit)
 
+    ATTEMPT_COLUMNS = ("problem", "at", "verdict", "passed", "total", "seconds", "kernel_seconds", "sha256", "file", "seed")
+
     def attempts(self, problem: str | None = None) -> list[dict]:
-        cols = ("problem", "at", "verdict", "passed", "total", "seconds", "kernel_seconds", "sha256", "file", "seed")
+        cols = self.ATTEMPT_COLUMNS
         sql = f"SELECT {', '.join(cols)} FROM attempts" + (" WHERE problem = ?" if problem else "") + " ORDER BY id"
         return [dict(zip(cols, r)) for r in self._read(sql, (problem,) if problem else ())]
+
+    def history(self, problem: str) -> list[dict]:
+        """One problem's attempts, oldest first, each with ``id`` and ``has_source`` (sources are read one at a
+        time with ``source()``: the listing never loads them)."""
+        cols = ("id",) + self.ATTEMPT_COLUMNS
+        kept = "source IS NOT NULL" if self._sources_kept() else "0"
+        rows = self._read(f"SELECT {', '.join(cols)}, {kept} FROM attempts WHERE problem = ? ORDER BY id", (problem,))
+        return [dict(zip(cols + ("has_source",), r[:-1] + (bool(r[-1]),))) for r in rows]
+
+    def source(self, attempt_id: int) -> bytes | None:
+        """The file as it was checked in attempt ``attempt_id`` (None: recorded before sources were kept)."""
+        if not self._sources_kept():
+            return None
+        rows = self._read("SELECT source FROM attempts WHERE id = ?", (attempt_id,))
+        return bytes(rows[0][0]) if rows and rows[0][0] is not None else None
+
+    def _sources_kept(self) -> bool:
+        """False for an older store opened read-only (no source column); a missing store has nothing at all."""
+        if self.path.exists():
+            self._connect()
+        return not self._old
+
+    def forget_attempts(self, problem: str) -> int:
+        """Delete every attempt of ``problem`` (nothing else: hints and started files stay); return how many."""
+        return self._write("DELETE FROM attempts WHERE problem = ?", (problem,))
 
     def progress(self) -> dict[str, ProblemProgress]:
         """Per problem: attempts, solved, best kernel time, and the last attempt (one aggregate query)."""

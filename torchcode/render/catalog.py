@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from typing import TYPE_CHECKING
 
@@ -15,7 +16,7 @@ DIFF_STYLE = {"easy": "green", "medium": "yellow", "hard": "red"}
 
 
 def problem_table(problems: list[ProblemSpec], progress: dict[str, ProblemProgress],
-                  suggestion: ProblemSpec | None) -> None:
+                  suggestion: ProblemSpec | None, numbers: dict[str, int] | None = None) -> None:
     """The catalog grouped by topic, one aligned line per problem.
 
     Printed with typer's echo/style: rich's console costs ~20 ms to import, a fifth of `list`.
@@ -35,6 +36,7 @@ def problem_table(problems: list[ProblemSpec], progress: dict[str, ProblemProgre
     echo(style("torchcode problems", bold=True) + f"  {len(problems)} shown, {solved} solved")
     topic = None
     for n, p in enumerate(problems, 1):
+        n = numbers.get(p.id, n) if numbers else n
         if p.topic != topic:
             topic = p.topic
             echo(style(topic, fg="cyan", bold=True))
@@ -63,9 +65,10 @@ def statement(con: Console, p: ProblemSpec, revealed: int) -> None:
 
     meta = Text.assemble(("difficulty: ", "dim"), (p.difficulty, DIFF_STYLE.get(p.difficulty, "")),
                          ("   tags: ", "dim"), ", ".join(p.tags), ("   entry point: ", "dim"), p.entry.signature())
-    con.print(Panel(Group(meta, Markdown(p.statement())), title=f"[bold]{p.id}[/bold]: {p.title}", expand=True))
-    forbidden = ", ".join(p.forbidden) or "nothing"
-    con.print(f"[dim]Forbidden here:[/dim] {forbidden}")
+    text = p.statement()
+    con.print(Panel(Group(meta, Markdown(text)), title=f"[bold]{p.id}[/bold]: {p.title}", expand=True))
+    if not re.search(r"^#+\s*Forbidden", text, re.M | re.I):  # the statement's own section says it once
+        con.print(f"[dim]Forbidden here:[/dim] {', '.join(p.forbidden) or 'nothing'}")
     con.print(f"[dim]Hints: {revealed} of {len(p.hints)} revealed (torchcode hint {p.id}). "
               f"Start with: torchcode start {p.id}[/dim]")
 
@@ -108,6 +111,8 @@ def dashboard(con: Console, problems: list[ProblemSpec], progress: dict[str, Pro
     total = len(problems)
     con.print(f"[green]{counts['solved']} solved[/green], [yellow]{counts['attempted']} attempted[/yellow], "
               f"[dim]{counts['todo']} todo[/dim] of {total}")
+    con.print("[dim]best time: the time your code ran over all hidden cases, in your fastest accepted check "
+              "(not a benchmark: `torchcode bench PROBLEM` times it against the reference)[/dim]")
 
 
 def _ago(ts: float | None) -> str:

@@ -11,8 +11,9 @@ from torchcode.render import verdict_label
 from torchcode.render.terminal import glyphs, inert
 
 
-def report(con: Console, r: Report, *, display_file: str) -> None:
-    """Text the submission controls (its output, messages, tracebacks) and the file name are shown inertly."""
+def report(con: Console, r: Report, *, display_file: str, pack: str | None = None) -> None:
+    """Text the submission controls (its output, messages, tracebacks) and the file name are shown inertly.
+    ``pack``: the problem pack the problem comes from, when not the built-in course (for the reproduce line)."""
     g = glyphs(con.file)
     display_file = inert(display_file)
     style, label = verdict_label(r.verdict.value)
@@ -67,8 +68,11 @@ def report(con: Console, r: Report, *, display_file: str) -> None:
         con.print(Panel(Text(inert(r.output.rstrip())), title="your code printed", title_align="left", border_style="dim"))
     ran = any(c.verdict is not Verdict.NOT_RUN for c in r.cases)  # the seed matters only once cases ran
     if ran and r.verdict not in (Verdict.NOT_IMPLEMENTED, Verdict.SYNTAX_ERROR, Verdict.BAD_INTERFACE):
-        con.print(Text(f"seed {r.seed}: reproduce with `torchcode check {display_file} --problem {r.problem} --seed {r.seed}`",
-                       style="dim"), soft_wrap=True)
+        import shlex
+
+        extra = f" --problems-dir {shlex.quote(inert(pack))}" if pack else ""
+        con.print(Text(f"seed {r.seed}: reproduce with `torchcode check {shlex.quote(display_file)} --problem {r.problem}"
+                       f" --seed {r.seed}{extra}`", style="dim"), soft_wrap=True)
 
 
 def _one_line(c) -> str:

@@ -1,0 +1,177 @@
+"""What a new user trips over, through the real CLI: version, help, usage lines, problem numbers and
+spellings, filters, prompts, defaults, JSON errors, pack-aware reproduce lines."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import FIXTURES, ROOT
+
+PACK = FIXTURES / "course_pack"
+
+
+def test_version_and_short_help(cli):
+    from importlib.metadata import version
+
+    r = cli("--version")
+    assert r.code == 0 and r.out.strip() == f"torchcode {version('torchcode')}"
+    r = cli("-h")
+    assert r.code == 0 and "Commands:" in r.out and "history" in r.out
+    r = cli("check", "-h")
+    assert r.code == 0 and "--seed" in r.out
+
+
+def test_usage_lines_name_arguments_in_capitals(cli):
+    for args, usage in [(("show",), "Usage: torchcode show [OPTIONS] PROBLEM"),
+                        (("start",), "Usage: torchcode start [OPTIONS] PROBLEM"),
+                        (("solution",), "Usage: torchcode solution [OPTIONS] PROBLEM")]:
+        r = cli(*args)
+        assert r.code == 2 and usage in r.err and "{" not in r.err, r.err
+    for cmd, usage in [("check", "[TARGET]"), ("hint", "[PROBLEM]"), ("history", "[PROBLEM]"),
+                       ("validate", "[PROBLEM]...")]:
+        r = cli(cmd, "-h")
+        assert f"Usage: torchcode {cmd} [OPTIONS] {usage}" in r.out, r.out
+
+
+def test_shell_completion_is_offered(cli):
+    r = cli("--show-completion", env={"SHELL": "/bin/bash"})
+    assert r.code == 0 and "complete" in r.out and "torchcode" in r.out, r.text
+    # typer's completion protocol answers a completion request with the commands
+    r = cli(env={"_TORCHCODE_COMPLETE": "complete_bash", "COMP_WORDS": "torchcode hi", "COMP_CWORD": "1"})
+    assert r.code == 0 and "hint" in r.out and "history" in r.out, r.text
+
+
+@pytest.mark.parametrize("typed", ["10", "GQA", "Gqa", " 10"])
+def test_problems_by_number_and_any_spelling(cli, workdir, typed):
+    r = cli("show", typed)
+    assert r.code == 0 and "Grouped-Query Attention" in r.out, r.text
+    r = cli("start", typed)
+    assert r.code == 0 and (workdir / "gqa.py").is_file(), r.text
+
+
+def test_dash_is_underscore_and_bad_numbers_are_named(cli, workdir):
+    r = cli("start", "kv-cache")
+    assert r.code == 0 and (workdir / "kv_cache.py").is_file(), r.text
+    r = cli("show", "Repeat-KV")
+    assert r.code == 0 and "Repeat KV" in r.out
+    r = cli("show", "13")
+    assert r.code == 2 and "no problem number 13" in r.err and "1 to 12" in r.err
+
+
+def test_list_filters_keep_the_global_numbers(cli):
+    full = cli("list").out
+    numbers = dict(re.findall(r"^\s*(\d+)\s+(\w+)\s", full, re.M))
+    assert numbers["10"] == "gqa"
+    hard = cli("list", "--difficulty", "hard").out
+    shown = dict(re.findall(r"^\s*(\d+)\s+(\w+)\s", hard, re.M))
+    assert shown and all(numbers[n] == pid for n, pid in shown.items()), hard
+    assert "1" not in shown  # repeat_kv (easy) is not renumbered into its place
+    r = cli("show", [n for n, pid in shown.items() if pid == "kv_cache"][0])
+    assert "KV Cache" in r.out
+
+
+def test_list_unknown_tag_names_the_tags(cli):
+    r = cli("list", "--tag", "nosuch")
+    assert r.code == 2 and "nosuch" in r.err
+    for tag in ("gqa", "rope", "kv-cache", "warm-up"):
+        assert tag in r.err, r.err
+    r = cli("list", "--tag", "ROPE")
+    assert r.code == 0 and "rope" in r.out
+
+
+def test_show_prints_the_forbidden_list_once(cli):
+    for pid in ("sdpa", "rope", "gqa"):
+        out = cli("show", pid).out
+        assert out.count("torch.nn.functional.scaled_dot_product_attention") == 1, out
+        assert len(re.findall(r"Forbidden", out)) == 1, out
+
+
+def _on_a_terminal(args: list[str], answer: bytes, cwd) -> str:
+    leader, follower = pty.openpty()
+    p = subprocess.Popen([shutil.which("torchcode"), *args], cwd=cwd, stdin=follower, stdout=follower,
+                         stderr=follower, env={**os.environ, "NO_COLOR": "1"})
+    os.close(follower)
+    out = b""
+    while b"[y/N]" not in out:
+        chunk = os.read(leader, 1024)
+        assert chunk, out
+        out += chunk
+    os.write(leader, answer)
+    assert p.wait(timeout=60) == 0
+    try:
+        while chunk := os.read(leader, 1024):
+            out += chunk
+    except OSError:
+        pass
+    os.close(leader)
+    return out.decode()
+
+
+def test_answering_no_to_solution_says_so(workdir, torchcode_home):
+    out = _on_a_terminal(["solution", "sdpa"], b"n\n", workdir)
+    assert "Not shown" in out and "def scaled_dot_product_attention" not in out, out
+
+
+def test_status_says_what_best_time_measures(cli):
+    r = cli("status")
+    assert r.code == 0 and "best time:" in r.out and "fastest accepted check" in r.out
+
+
+def test_hint_and_reset_default_to_the_last_problem_started(cli, workdir):
+    r = cli("hint")
+    assert r.code == 2 and "torchcode hint PROBLEM" in r.err
+    assert cli("start", "mha").code == 0
+    r = cli("hint")
+    assert r.code == 0 and "Hint 1 of" in r.out
+    assert "Hint 1 of" in cli("hint", "mha", "--all").out  # it was recorded for mha
+    (workdir / "mha.py").write_text("# half done\n")
+    r = cli("reset")
+    assert r.code == 0 and "Restored the stub" in r.out
+    assert "class MultiHeadAttention" in (workdir / "mha.py").read_text()
+    assert [p.read_text() for p in workdir.glob("mha.py.bak*")] == ["# half done\n"]
+
+
+@pytest.mark.parametrize("args,words", [
+    (["nosuch"], "no problem named 'nosuch'"),
+    (["--seed", "-3", "sdpa"], "--seed must be"),
+    (["--seed", "x"], "'x' is not a valid int"),
+    (["--bogus"], "No such option: --bogus"),
+    ([], "nothing has been started"),
+])
+def test_check_json_usage_errors_are_json(cli, args, words):
+    r = cli("check", "--json", *args)
+    assert r.code == 2, r.text
+    err = json.loads(r.out)  # stdout is one JSON object, even for an error
+    assert err["exit_code"] == 2 and words in err["error"], err
+    assert "Traceback" not in r.err
+
+
+def test_bench_on_a_stub_says_not_implemented(cli, workdir):
+    assert cli("start", "sdpa").code == 0
+    r = cli("bench", "sdpa", "--device", "cpu")
+    assert r.code == 1 and "not implemented" in r.err and "not_implemented" not in r.err, r.text
+
+
+def test_reproduce_line_names_the_pack(cli, workdir):
+    shutil.copy(PACK / "problems" / "good_attention" / "wrong" / "missing_scale.py", workdir / "good_attention.py")
+    r = cli("check", "good_attention", "--problems-dir", str(PACK))
+    assert r.code == 1, r.text
+    line = next(line for line in r.out.splitlines() if "reproduce with" in line)
+    command = line.split("`")[1]
+    assert "--problems-dir" in command
+    again = cli(*command.split()[1:], "--json")  # the command as printed works as it is
+    assert again.code == 1 and json.loads(again.out)["seed"] == int(line.split()[1].rstrip(":"))
+    # also when the pack comes from TORCHCODE_PROBLEMS (the same pack named twice is one pack)
+    r = cli(*command.split()[1:], env={"TORCHCODE_PROBLEMS": str(PACK)})
+    assert r.code == 1 and "defined twice" not in r.err, r.text
+    # a built-in problem's line has no --problems-dir
+    shutil.copy(ROOT / "problems" / "sdpa" / "wrong" / "scale_by_dk.py", workdir / "sdpa.py")
+    r = cli("check", "sdpa")
+    assert "reproduce with" in r.out and "--problems-dir" not in r.out
