@@ -217,3 +217,25 @@ def test_hostile_submissions_through_a_warm_session(session, path):
     report = session.grade(problem_of(path), path=path, seed=5)
     assert report.verdict.value == expected_verdict(path), report.message
     assert session._proc.pid == pid
+
+
+WRONG_SCALE = (ROOT / "solutions" / "sdpa.py").read_text().replace("math.sqrt(d_k)", "d_k")
+
+
+def test_the_head_start_keeps_seeds_hidden_and_reproducible(session):
+    """Between grades the session draws the next seed and builds the next cases and worker ahead;
+    a grade that used them reports its seed, and that seed reproduces it exactly."""
+    assert WRONG_SCALE != (ROOT / "solutions" / "sdpa.py").read_text()
+    session.grade("sdpa", source=WRONG_SCALE)
+    time.sleep(1.0)  # the head start for the next grade of the same problem
+    zygote = _children(session._proc.pid)
+    assert len(zygote) == 1 and len(_children(zygote[0])) == 1  # its worker, started, waiting for the text
+    first = session.grade("sdpa", source=WRONG_SCALE)
+    again = session.grade("sdpa", source=WRONG_SCALE, seed=first.seed)
+    assert first.verdict.value == again.verdict.value == "wrong_answer"
+    assert [(c.name, c.verdict, c.mismatch) for c in first.cases] == [(c.name, c.verdict, c.mismatch) for c in again.cases]
+    seeds = {session.grade("sdpa", source=WRONG_SCALE).seed for _ in range(3)}
+    assert len(seeds) == 3  # a new hidden seed every time
+    # another problem, another file: the worker started ahead is not used for it
+    assert session.grade("gqa", path=GQA).passed
+    assert session.grade("sdpa", source=(ROOT / "solutions" / "sdpa.py").read_text()).passed

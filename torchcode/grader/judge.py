@@ -11,8 +11,10 @@ import functools
 import hashlib
 import random
 import secrets
+import shutil
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -50,6 +52,8 @@ class Grader:
         except OSError as e:
             raise GraderError(f"cannot start the process that starts workers ({e})") from None
         self._problems: dict[str, Problem] = {}
+        self._ahead: _Ahead | None = None  # the next grade's cases, built between grades
+        self._spare: tuple | None = None  # (key, worker, its folder): the next grade's worker, started
 
     def __enter__(self):
         return self
@@ -58,7 +62,78 @@ class Grader:
         self.close()
 
     def close(self):
+        self.drop_ahead()
         self.zygote.close()
+
+    # -- a warm session's head start (see torchcode.session) ----------------------------------------------
+    def prepare_ahead(self, spec: ProblemSpec, dtypes: list[str] | None = None) -> None:
+        """Draw the next grade's seed now and build its cases (the reference's results) in a background
+        thread, while nobody waits; a ``grade`` of the same problem and dtypes with no seed given uses them.
+        The seed stays hidden all the same: drawn at random, in this process."""
+        self.drop_ahead(workers=False)
+        problem = self.problem(spec)
+        dts = list(dtypes or default_dtypes(spec, self.limits.device))
+        defs = [(d, dt) for dt in dts for d in problem.cases]
+        ahead = _Ahead((str(spec.folder), tuple(dts)), secrets.randbelow(2**31))
+
+        def work():
+            for replay in (False, True):
+                for k in run_order(defs, ahead.seed):
+                    if ahead.stop:
+                        return
+                    d, dt = defs[k]
+                    try:
+                        prep = problem.prepare(d, ahead.seed, dt, self.limits.device, replay=replay)
+                    except Exception:  # noqa: BLE001 - the grade meets it again, and reports it
+                        return
+                    with ahead.lock:
+                        ahead.preps.setdefault((d.name, dt, replay), prep)
+
+        ahead.thread = threading.Thread(target=work, name="torchcode-ahead", daemon=True)
+        ahead.thread.start()
+        self._ahead = ahead
+
+    def spawn_ahead(self, spec: ProblemSpec, path: Path | str, dtypes: list[str] | None = None) -> None:
+        """Start the next grade's worker now, for the same file, problem and dtypes: it waits, started and
+        confined, for the file to be loaded. It has run nothing of the learner's: a fresh worker still."""
+        self.drop_ahead(cases=False)
+        path = Path(path).resolve()
+        dts = list(dtypes or default_dtypes(spec, self.limits.device))
+        tmp = Path(tempfile.mkdtemp(prefix="torchcode-"))
+        try:
+            worker = self._spawn(spec, path, tmp, dts)
+        except GraderError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            return
+        self._spare = ((str(spec.folder), str(path), tuple(dts)), worker, tmp)
+
+    def drop_ahead(self, cases: bool = True, workers: bool = True) -> None:
+        if cases and self._ahead is not None:
+            self._ahead.stop = True
+            self._ahead.thread.join()
+            self._ahead = None
+        if workers and self._spare is not None:
+            _, worker, tmp = self._spare
+            self._spare = None
+            worker.kill()
+            worker.finish()
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def _take_ahead(self, spec: ProblemSpec, dtypes: list[str]) -> "_Ahead | None":
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None and ahead.key != (str(spec.folder), tuple(dtypes)):
+            ahead.stop = True
+            ahead.thread.join()
+            return None
+        return ahead
+
+    def _take_spare(self, spec: ProblemSpec, path: Path, dtypes: list[str]):
+        spare = self._spare
+        if spare is None or spare[0] != (str(spec.folder), str(path), tuple(dtypes)):
+            self.drop_ahead(cases=False)
+            return None
+        self._spare = None
+        return spare[1], spare[2]
 
     def problem(self, spec: ProblemSpec) -> Problem:
         key = str(spec.folder)
@@ -138,26 +213,35 @@ class Grader:
         if not path.is_file():
             raise UsageError(f"no such file: {path}")
         source = path.read_bytes()
-        seed = secrets.randbelow(2**31) if seed is None else int(seed)
         t0 = time.perf_counter()
         lim = self.limits
+        dtypes = list(dtypes or default_dtypes(spec, lim.device))
+        ahead = self._take_ahead(spec, dtypes)
+        if ahead is not None and (seed is not None or only):  # this grade's seed or cases are its own
+            ahead.stop = True
+            ahead = None
+        seed = ahead.seed if ahead else secrets.randbelow(2**31) if seed is None else int(seed)
         per_case = lim.time_limit or spec.grading.time_limit
         report = Report(problem=spec.id, file=str(path), verdict=Verdict.ACCEPTED, seed=seed,
                         sha256=hashlib.sha256(source).hexdigest(),
                         limits={"time_per_case_s": per_case, "total_s": lim.total_limit, "load_s": lim.load_limit,
                                 "memory_mb": lim.memory_mb, "output_bytes": lim.output_bytes, "processes": 0},
-                        device=lim.device, dtypes=list(dtypes or default_dtypes(spec, lim.device)))
-        with tempfile.TemporaryDirectory(prefix="torchcode-") as tmp:
-            log = Path(tmp) / "output.txt"
-            worker = self._spawn(spec, path, Path(tmp), report.dtypes)
-            try:
-                with threads(lim.threads):
-                    self._run(worker, spec, path, seed, per_case, report, only, report.dtypes,
-                              on_event or (lambda event: None))
-            finally:
+                        device=lim.device, dtypes=dtypes)
+        spare = self._take_spare(spec, path, dtypes)
+        worker, tmp = spare if spare else (None, Path(tempfile.mkdtemp(prefix="torchcode-")))
+        try:
+            worker = worker or self._spawn(spec, path, tmp, dtypes)
+            with threads(lim.threads):
+                self._run(worker, spec, path, seed, per_case, report, only, dtypes, on_event or (lambda event: None),
+                          ahead)
+        finally:
+            if ahead is not None:
+                ahead.stop = True
+            if worker is not None:
                 worker.kill()
                 info = worker.finish()
-                report.output = _read_output(log)
+            report.output = _read_output(tmp / "output.txt")
+            shutil.rmtree(tmp, ignore_errors=True)
         fill = {"{exit}": info.describe(), "{memory_mb}": str(lim.memory_mb)}
         for obj in [report, *report.cases]:
             for key, value in fill.items():
@@ -165,15 +249,20 @@ class Grader:
         report.seconds = time.perf_counter() - t0
         return report
 
-    def _run(self, worker: WorkerProcess, spec, path, seed, per_case, report: Report, only, dtypes, tell) -> None:
+    def _run(self, worker: WorkerProcess, spec, path, seed, per_case, report: Report, only, dtypes, tell,
+             ahead: "_Ahead | None" = None) -> None:
         lim = self.limits
         problem = self.problem(spec)
+
+        def prepare(d, seed, dtype, device, replay=False):  # built ahead of the grade, or now
+            return ahead.take(problem, d, dtype, device, replay) if ahead else problem.prepare(d, seed, dtype, device,
+                                                                                                replay)
         defs = [(d, dt) for dt in dtypes for d in problem.cases if not only or d.name in only]  # as reported
         order = run_order(defs, seed)
         tell({"event": "started", "cases": [d.name for d, _ in defs], "dtypes": list(dtypes), "seed": seed})
         self._send_load(worker, spec, path)
         # overlaps the worker's start
-        first = problem.prepare(defs[order[0]][0], seed, defs[order[0]][1], lim.device) if defs else None
+        first = prepare(defs[order[0]][0], seed, defs[order[0]][1], lim.device) if defs else None
 
         def not_run(verdict: Verdict, message: str, traceback: str = "") -> None:
             report.verdict, report.message, report.traceback = verdict, message, traceback
@@ -203,7 +292,7 @@ class Grader:
         results: dict[int, CaseResult] = {}
         preps: dict = {}
         dead, following = None, None
-        ahead = ThreadPoolExecutor(max_workers=1)  # prepares the next case while the worker runs this one
+        pool = ThreadPoolExecutor(max_workers=1)  # prepares the next case while the worker runs this one
         try:
             for n, k in enumerate(order):  # a seeded order: what one case leaves behind meets different cases
                 d, dtype = defs[k]
@@ -212,8 +301,7 @@ class Grader:
                     continue
                 preps[k] = prep = first if n == 0 else following.result()
                 if n + 1 < len(order):
-                    following = ahead.submit(problem.prepare, defs[order[n + 1]][0], seed, defs[order[n + 1]][1],
-                                             lim.device)
+                    following = pool.submit(prepare, defs[order[n + 1]][0], seed, defs[order[n + 1]][1], lim.device)
                 tell({"event": "case", "name": d.name, "dtype": dtype, "index": n, "total": len(order), "replay": False})
                 results[k], dead = self._exchange(worker, problem, prep, per_case, clock, functools.partial(
                     problem.prepare, d, caseapi.case_seed(seed, "again"), dtype, lim.device))
@@ -222,13 +310,13 @@ class Grader:
             replays = [k for k in order if results[k].passed] if not dead else []
 
             def replay(k: int):
-                return problem.prepare(defs[k][0], seed, defs[k][1], lim.device, replay=True)
+                return prepare(defs[k][0], seed, defs[k][1], lim.device, replay=True)
 
-            following = ahead.submit(replay, replays[0]) if replays else None
+            following = pool.submit(replay, replays[0]) if replays else None
             for n, k in enumerate(replays):
                 prep = following.result()
                 if n + 1 < len(replays):
-                    following = ahead.submit(replay, replays[n + 1])
+                    following = pool.submit(replay, replays[n + 1])
                 if prep is None:  # its shapes depend on the values drawn
                     continue
                 tell({"event": "case", "name": defs[k][0].name, "dtype": defs[k][1], "index": n,
@@ -240,7 +328,7 @@ class Grader:
                 if dead or not res.passed:
                     break
         finally:
-            ahead.shutdown(cancel_futures=True)
+            pool.shutdown(cancel_futures=True)
         report.cases = [results[k] for k in range(len(defs))]
         self._left_by_other_cases(spec, path, problem, report, order, preps, per_case, dtypes)
         report.verdict = overall(report.cases)
@@ -357,6 +445,23 @@ HIDDEN_STATE = ("your code gave a different answer for the same shapes with new 
                 "attribute on self)? Compute from the inputs and arguments of every call.")
 STATE_BETWEEN_CASES = ("your code keeps state between calls: a result, mask or table kept from an earlier case "
                        "(keyed by shape, ignoring an argument such as base or window_size?) was used again.")
+
+
+class _Ahead:
+    """Cases of the next grade, built before it was asked for (``Grader.prepare_ahead``)."""
+
+    def __init__(self, key: tuple, seed: int):
+        self.key, self.seed = key, seed
+        self.preps: dict = {}
+        self.lock = threading.Lock()
+        self.stop = False
+        self.thread: threading.Thread | None = None
+
+    def take(self, problem: Problem, cdef, dtype: str, device: str, replay: bool, *, _missing=object()):
+        """The case built ahead (each is used once), or built now if the thread has not got to it."""
+        with self.lock:
+            prep = self.preps.pop((cdef.name, dtype, replay), _missing)
+        return problem.prepare(cdef, self.seed, dtype, device, replay) if prep is _missing else prep
 
 
 def _done(res: CaseResult, dtype: str, replay: bool) -> dict:

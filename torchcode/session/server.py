@@ -75,6 +75,10 @@ def main() -> None:
     except GraderError as e:
         send({"error": {"kind": "grader", "message": e.cause}})
         return
+    import torch
+
+    torch.set_num_threads(limits.threads)  # the trusted side computes with the worker's threads (judge.threads)
+    sources = Path(tempfile.mkdtemp(prefix="torchcode-session-"))  # texts to grade (a notebook cell, an editor)
     threading.Thread(target=_orphan_watch, args=(int(config.get("parent") or os.getppid()),), daemon=True).start()
     send({"ready": True, "device": limits.device, "pid": os.getpid()})
     try:
@@ -90,10 +94,15 @@ def main() -> None:
                     _raised = False
                     _grading = True
                     try:
-                        report = _grade(grader, _catalog(dirs), req, lambda ev: send({"event": ev}))
+                        spec, path = _submission(_catalog(dirs), req, sources)
+                        report = grader.grade(spec, path, seed=req.get("seed"), dtypes=req.get("dtypes"),
+                                              on_event=lambda ev: send({"event": ev}))
                     finally:
                         _grading = False
                     send({"report": report.to_dict()})
+                    # the next grade is most likely this one again: its worker and cases, ready before it comes
+                    grader.spawn_ahead(spec, path, req.get("dtypes"))
+                    grader.prepare_ahead(spec, req.get("dtypes"))
                 else:
                     send({"error": {"kind": "internal", "message": f"unknown request {req.get('op')!r}"}})
             except KeyboardInterrupt:
@@ -111,6 +120,7 @@ def main() -> None:
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         grader.close()
+        shutil.rmtree(sources, ignore_errors=True)
 
 
 def _catalog(dirs):
@@ -119,18 +129,17 @@ def _catalog(dirs):
     return load_catalog(dirs)
 
 
-def _grade(grader, cat, req: dict, tell):
+def _submission(cat, req: dict, sources: Path):
+    """(spec, file) of a request; a text is written to this session's own file for the problem (the
+    same file each time, so a worker can be started for it ahead of the text)."""
     spec = cat.get(str(req["problem"]))
-    source = req.get("source")
-    if source is None:
-        return grader.grade(spec, req["path"], seed=req.get("seed"), dtypes=req.get("dtypes"), on_event=tell)
-    folder = tempfile.mkdtemp(prefix="torchcode-src-")
-    try:
-        path = Path(folder) / f"{spec.id}.py"
-        path.write_text(source, encoding="utf-8")
-        return grader.grade(spec, path, seed=req.get("seed"), dtypes=req.get("dtypes"), on_event=tell)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+    if req.get("source") is None:
+        return spec, Path(req["path"])
+    folder = sources / spec.id
+    folder.mkdir(exist_ok=True)
+    path = folder / f"{spec.id}.py"
+    path.write_text(str(req["source"]), encoding="utf-8")
+    return spec, path
 
 
 if __name__ == "__main__":
