@@ -100,7 +100,7 @@ def check(target: Annotated[Optional[str], typer.Argument(
           json_: Annotated[bool, typer.Option("--json", help="Print one JSON report and nothing else on stdout.")] = False,
           time_limit: Annotated[Optional[float], typer.Option(help="Seconds per hidden case (default: the problem's).")] = None,
           total_time_limit: Annotated[float, typer.Option(help="Seconds for the whole check.")] = 120.0,
-          memory_limit: Annotated[int, typer.Option(help="MB of address space for your code's process.")] = 6144,
+          memory_limit: Annotated[int, typer.Option(help="MB your code's process may map beyond what torch itself maps at start (CPU only).")] = 6144,
           device: Annotated[str, typer.Option(help="auto (CUDA when available), cpu or cuda.")] = "auto",
           dtype: Annotated[Optional[list[str]], typer.Option(
               help="Grade in this dtype (repeatable; 'all' = every dtype the problem declares). "
