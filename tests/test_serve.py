@@ -249,3 +249,20 @@ def test_statement_markup_is_inert_and_keeps_math_whole():
     assert '<span class="math display">\\frac{a}{b} &lt; c</span>' in out
     assert "<script" not in out and "<img" not in out and 'href="javascript' not in out
     assert "code $y$ stays" in out and "<code>$z$</code>" in out
+
+
+def test_bench_of_an_accepted_kernel_and_refusal_of_a_wrong_one(served):
+    """`torchcode bench` behind the Benchmark tab: rows for the chart; a kernel that is not accepted gets none."""
+    served.request("POST", "/api/p/causal_attention/start", body={})
+    status, _, events = served.request("POST", "/api/p/causal_attention/bench", body={})
+    assert status == 200 and events[-1]["event"] == "error", events
+    assert "not accepted" in events[-1]["message"] and "Traceback" not in events[-1]["message"]
+    (served.folder / "causal_attention.py").write_text((ROOT / "solutions" / "causal_attention.py").read_text())
+    status, _, events = served.request("POST", "/api/p/causal_attention/bench", body={})
+    assert events[-1]["event"] == "bench", events
+    rows = events[-1]["bench"]["rows"]
+    assert [r["size"] for r in rows] == [256, 512, 1024]
+    assert all(r["learner_s"] > 0 and r["reference_s"] > 0 and r["learner_peak"] > 0 for r in rows)
+    page = served.request("GET", "/p/causal_attention")[2]
+    assert 'data-tab="bench"' in page
+    assert 'data-tab="bench"' not in served.request("GET", "/p/repeat_kv")[2]  # no benchmark defined there

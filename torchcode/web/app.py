@@ -94,11 +94,13 @@ def create_app(ws: Workspace, *, warm: bool = True) -> Starlette:
             return await _json(ws.attempts, pid)
         if action == "check":
             return await check(pid, body)
+        if action == "bench":
+            return await bench(pid)
         return _error(404, f"no action {action!r}")
 
     async def check(pid: str, body: dict):
         if not busy.acquire(blocking=False):
-            return _error(409, "a check is already running; wait for it to finish")
+            return _error(409, "a check or a benchmark is already running; wait for it to finish")
         try:
             ws.spec(pid)
             if isinstance(body.get("text"), str):  # the editor's text is saved first: the file is what is graded
@@ -113,23 +115,40 @@ def create_app(ws: Workspace, *, warm: bool = True) -> Starlette:
         except BaseException:
             busy.release()
             raise
+        return _job(lambda emit: {"event": "report", **ws.check(pid, emit)}, ws.cancel,
+                    "the check was stopped and nothing was recorded")
+
+    async def bench(pid: str):
+        try:
+            ws.spec(pid)
+        except ProblemNotFound as e:
+            return _error(404, str(e))
+        if not busy.acquire(blocking=False):
+            return _error(409, "a check or a benchmark is already running; wait for it to finish")
+        return _job(lambda emit: {"event": "bench", **ws.bench(pid)}, ws.cancel_bench, "the benchmark was stopped")
+
+    def _job(run, cancel, cancelled: str) -> StreamingResponse:
+        """Run ``run(emit)`` in the grading thread (``busy`` is held), streaming its events as NDJSON;
+        if the page goes away before the end, ``cancel()`` stops it."""
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue = asyncio.Queue()
+        gone = threading.Event()  # the page went away before the job even started
 
         def emit(ev):
             loop.call_soon_threadsafe(queue.put_nowait, ev)
 
         def work():
             try:
-                result = ws.check(pid, emit)
-                emit({"event": "report", **result})
+                if gone.is_set():
+                    raise Cancelled("the page went away")
+                emit(run(emit))
             except Cancelled:
-                emit({"event": "cancelled", "message": "the check was stopped and nothing was recorded"})
+                emit({"event": "cancelled", "message": cancelled})
             except TorchcodeError as e:
                 emit({"event": "error", "message": str(e)})
             except Exception as e:
-                log.exception("check failed")
-                emit({"event": "error", "message": f"torchcode could not finish the check: {type(e).__name__}: {e}"})
+                log.exception("grading job failed")
+                emit({"event": "error", "message": f"torchcode could not finish: {type(e).__name__}: {e}"})
             finally:
                 busy.release()
                 emit(None)
@@ -144,8 +163,9 @@ def create_app(ws: Workspace, *, warm: bool = True) -> Starlette:
                         break
                     yield json.dumps(ev) + "\n"
             finally:
-                if not future.done():  # the page went away: stop the grade, record nothing
-                    ws.cancel()
+                if not future.done():  # the page went away: stop it, record nothing
+                    gone.set()
+                    cancel()
 
         return StreamingResponse(stream(), media_type="application/x-ndjson")
 

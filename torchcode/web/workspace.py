@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
+import signal
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Callable
@@ -18,6 +22,7 @@ from typing import Callable
 from torchcode.catalog import load_catalog
 from torchcode.errors import StoreError, UsageError
 from torchcode.progress import ProblemProgress, Store
+from torchcode.session import Cancelled
 
 MAX_FILE_BYTES = 1_000_000  # what the editor may save: a kernel is a few KB
 
@@ -34,7 +39,9 @@ class Workspace:
         self.catalog = load_catalog(problems_dirs)
         self._session = None
         self._session_lock = threading.Lock()
-        self._warned: list[str] = []
+        self._bench: subprocess.Popen | None = None
+        self._closed = False
+        self._bench_lock = threading.Lock()
 
     # -- the store: one connection per call (requests run on several threads) --------------------
     def _read(self, read: Callable[[Store], object], default):
@@ -96,6 +103,7 @@ class Workspace:
                 "statement_html": statement_html(spec.statement()),
                 "hints": self._hints(spec, revealed), "hints_total": len(spec.hints),
                 "solved": self._read(lambda st: st.is_solved(spec.id), False),
+                "has_bench": any(spec.bench_sizes.values()),
                 "file": self.file(pid), "attempts": self.attempts(pid)}
 
     def _hints(self, spec, revealed: int) -> list[str]:
@@ -202,6 +210,9 @@ class Workspace:
             s.cancel()
 
     def close(self) -> None:
+        with self._bench_lock:
+            self._closed = True
+            self.cancel_bench()
         with self._session_lock:
             if self._session is not None:
                 self._session.close()
@@ -225,6 +236,45 @@ class Workspace:
         finally:
             st.close()
         return {"report": report.to_dict(), "html": report_html(report, self.display(path)), "warning": warning}
+
+
+    def bench(self, pid: str) -> dict:
+        """`torchcode bench` on the learner's file, in its own process (it imports torch; this one must
+        not): time and peak memory against sequence length, theirs vs the reference vs the fused kernel."""
+        spec = self.spec(pid)
+        path = self.path(spec)
+        if not path.is_file():
+            raise UsageError(f"{spec.id} is not started here: press Start (or run `torchcode start {spec.id}`)")
+        cmd = [sys.executable, "-m", "torchcode", "bench", spec.id, str(path), "--json", "--device", self.device]
+        for d in self.problems_dirs or []:
+            cmd += ["--problems-dir", str(d)]
+        with self._bench_lock:
+            if self._closed:
+                raise UsageError("the server is stopping")
+            self._bench = subprocess.Popen(cmd, cwd=self.dir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                           stderr=subprocess.PIPE, text=True, start_new_session=True)
+        proc = self._bench
+        try:
+            out, err = proc.communicate()
+        finally:
+            self._bench = None
+        if proc.returncode == 0:
+            try:
+                return {"bench": json.loads(out)}
+            except ValueError:
+                pass
+        if proc.returncode < 0:
+            raise Cancelled("the benchmark was stopped")
+        lines = [ln.removeprefix("error: ") for ln in err.strip().splitlines() if ln.strip()]
+        raise UsageError("\n".join(lines[-5:]) or f"the benchmark could not run (exit code {proc.returncode})")
+
+    def cancel_bench(self) -> None:
+        proc = self._bench
+        if proc is not None and proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
 
 class Conflict(Exception):

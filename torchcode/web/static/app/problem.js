@@ -193,36 +193,14 @@
     report.replaceChildren();
     progress.replaceChildren(el("div", "running", "Starting the grader…"));
     const lines = {};
+    const body = dirty ? {text: editor.getValue(), sha: file.sha} : {};
     try {
-      const resp = await fetch(base + "/check", {
-        method: "POST", credentials: "same-origin",
-        headers: {"X-Torchcode": "1", "Content-Type": "application/json"},
-        body: JSON.stringify(dirty ? {text: editor.getValue(), sha: file.sha} : {}),
-      });
-      if (!resp.ok) {
-        let body = {};
-        try { body = await resp.json(); } catch (e) { /* */ }
-        if (resp.status === 409 && body.file) conflict(body.file);
-        progress.replaceChildren(el("div", "error", body.error || ("the check could not start (" + resp.status + ")")));
-        return;
-      }
       dirty = false;
-      const reader = resp.body.getReader();
-      const decoder = new TextDecoder();
-      let buf = "";
-      for (;;) {
-        const {value, done} = await reader.read();
-        if (done) break;
-        buf += decoder.decode(value, {stream: true});
-        let i;
-        while ((i = buf.indexOf("\n")) >= 0) {
-          const line = buf.slice(0, i);
-          buf = buf.slice(i + 1);
-          if (line.trim()) onEvent(JSON.parse(line), progress, report, lines);
-        }
-      }
+      await stream(base + "/check", body, (ev) => onEvent(ev, progress, report, lines));
     } catch (e) {
-      progress.append(el("div", "error", "the connection to torchcode serve was lost: " + e));
+      if (e.status && body.text !== undefined) dirty = true;  // not saved
+      if (e.status === 409 && e.body && e.body.file) conflict(e.body.file);
+      progress.replaceChildren(el("div", "error", e.status ? e.message : "the connection to torchcode serve was lost: " + e));
     } finally {
       checking = false;
       $("check").textContent = "Check";
@@ -341,6 +319,117 @@
     CodeMirror.runMode ? CodeMirror.runMode(r.body.source, "python", pre) : (pre.textContent = r.body.source);
   }
   $("solution-show").onclick = () => solution(false);
+
+  // -- bench: time and peak memory against the size, drawn as two log-log charts -------------------
+  const SERIES = [["learner", "yours", "#1f6feb"], ["reference", "reference", "#8a8f98"], ["baseline", "fused kernel", "#23863a"]];
+
+  function svg(tag, attrs, text) {
+    const e = document.createElementNS("http://www.w3.org/2000/svg", tag);
+    for (const k in attrs) e.setAttribute(k, attrs[k]);
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  function chart(title, rows, key, unit, scale) {
+    const W = 520, H = 260, L = 62, R = 110, T = 28, B = 40;
+    const pts = SERIES.map(([k, label, color]) => ({label, color,
+      xy: rows.filter((r) => r[k + key] > 0).map((r) => [r.size, r[k + key] * scale])}));
+    const xs = rows.map((r) => r.size);
+    const ys = pts.flatMap((p) => p.xy.map((q) => q[1]));
+    if (!ys.length) return el("p", "meta", "no " + title.toLowerCase() + " measured");
+    const lx = (v) => Math.log10(v);
+    const [x0, x1] = [lx(Math.min(...xs)), lx(Math.max(...xs)) || lx(Math.min(...xs)) + 1];
+    const [y0, y1] = [Math.floor(lx(Math.min(...ys))), Math.ceil(lx(Math.max(...ys))) || 1];
+    const px = (v) => L + (x1 === x0 ? 0.5 : (lx(v) - x0) / (x1 - x0)) * (W - L - R);
+    const py = (v) => H - B - (y1 === y0 ? 0.5 : (lx(v) - y0) / (y1 - y0)) * (H - T - B);
+    const g = svg("svg", {viewBox: `0 0 ${W} ${H}`, class: "chart", role: "img", "aria-label": title});
+    g.append(svg("text", {x: L, y: 16, class: "title"}, title + " (" + unit + ", log scale)"));
+    for (let e = y0; e <= y1; e++) {
+      const y = py(10 ** e);
+      g.append(svg("line", {x1: L, x2: W - R, y1: y, y2: y, class: "grid"}));
+      g.append(svg("text", {x: L - 6, y: y + 4, class: "tick", "text-anchor": "end"}, String(+(10 ** e).toPrecision(3))));
+    }
+    for (const x of xs) {
+      g.append(svg("line", {x1: px(x), x2: px(x), y1: T, y2: H - B, class: "grid"}));
+      g.append(svg("text", {x: px(x), y: H - B + 16, class: "tick", "text-anchor": "middle"}, String(x)));
+    }
+    g.append(svg("text", {x: (L + W - R) / 2, y: H - 6, class: "tick", "text-anchor": "middle"}, "size"));
+    pts.map((p, i) => [p, i]).reverse().forEach(([p, i]) => {  // yours drawn last, on top
+      if (!p.xy.length) return;
+      g.append(svg("polyline", {points: p.xy.map(([x, y]) => px(x) + "," + py(y)).join(" "), fill: "none",
+        stroke: p.color, "stroke-width": i === 0 ? 2.5 : 1.5, "data-series": SERIES[i][0]}));
+      p.xy.forEach(([x, y]) => g.append(svg("circle", {cx: px(x), cy: py(y), r: 3, fill: p.color})));
+      g.append(svg("text", {x: W - R + 8, y: T + 14 + 16 * i, fill: p.color, class: "legend"}, p.label));
+    });
+    return g;
+  }
+
+  function showBench(b) {
+    const box = $("bench-charts");
+    box.replaceChildren(chart("Time", b.rows, "_s", "ms", 1000), chart("Peak memory", b.rows, "_peak", "MB", 1 / 2 ** 20));
+    const t = $("bench-table");
+    t.replaceChildren();
+    const head = el("tr");
+    ["size", "yours", "reference", "fused", "yours / ref", "your peak", "ref peak", "fused peak"].forEach((h) => head.append(el("th", "", h)));
+    t.append(head);
+    const ms = (v) => (v == null ? "-" : (v * 1000).toFixed(2) + " ms");
+    const mb = (v) => (v == null ? "-" : (v / 2 ** 20).toFixed(1) + " MB");
+    for (const r of b.rows) {
+      const tr = el("tr");
+      [String(r.size), ms(r.learner_s), ms(r.reference_s), ms(r.baseline_s), r.ratio.toFixed(2) + "x",
+        mb(r.learner_peak), mb(r.reference_peak), mb(r.baseline_peak)].forEach((v) => tr.append(el("td", "", v)));
+      t.append(tr);
+    }
+    t.hidden = false;
+    $("bench-state").textContent = b.device + ", " + b.dtype + ", median of " + b.reps;
+  }
+
+  if ($("bench-run")) $("bench-run").onclick = async () => {
+    $("bench-run").disabled = true;
+    $("bench-state").textContent = "benchmarking (grading first, then timing every size: this takes a while)…";
+    $("bench-charts").replaceChildren();
+    try {
+      await stream(base + "/bench", {}, (ev) => {
+        if (ev.event === "bench") showBench(ev.bench);
+        else if (ev.event === "error" || ev.event === "cancelled") {
+          $("bench-state").textContent = "";
+          $("bench-charts").replaceChildren(el("p", "error", ev.message));
+        }
+      });
+    } catch (e) {
+      $("bench-charts").replaceChildren(el("p", "error", String(e)));
+    } finally {
+      $("bench-run").disabled = false;
+    }
+  };
+
+  // POST, then call onEvent for each line of the NDJSON answer; an answer that is not a stream throws
+  async function stream(url, body, onEvent) {
+    const resp = await fetch(url, {method: "POST", credentials: "same-origin",
+      headers: {"X-Torchcode": "1", "Content-Type": "application/json"}, body: JSON.stringify(body)});
+    if (!resp.ok) {
+      let b = {};
+      try { b = await resp.json(); } catch (e) { /* */ }
+      const err = new Error(b.error || ("the server answered " + resp.status));
+      err.status = resp.status;
+      err.body = b;
+      throw err;
+    }
+    const reader = resp.body.getReader();
+    const decoder = new TextDecoder();
+    let buf = "";
+    for (;;) {
+      const {value, done} = await reader.read();
+      if (done) break;
+      buf += decoder.decode(value, {stream: true});
+      let i;
+      while ((i = buf.indexOf("\n")) >= 0) {
+        const line = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        if (line.trim()) onEvent(JSON.parse(line));
+      }
+    }
+  }
 
   document.querySelectorAll("nav.tabs button").forEach((b) => {
     b.onclick = () => {
