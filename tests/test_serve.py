@@ -266,3 +266,35 @@ def test_bench_of_an_accepted_kernel_and_refusal_of_a_wrong_one(served):
     page = served.request("GET", "/p/causal_attention")[2]
     assert 'data-tab="bench"' in page
     assert 'data-tab="bench"' not in served.request("GET", "/p/repeat_kv")[2]  # no benchmark defined there
+
+
+def test_a_check_whose_page_goes_away_is_stopped_and_not_recorded(served):
+    import http.client
+    import json
+
+    (served.folder / "sdpa.py").write_text(
+        "import time\n\n\ndef scaled_dot_product_attention(Q, K, V, mask=None):\n    time.sleep(3)\n    return Q\n")
+    served.request("POST", "/api/p/sdpa/start", body={})  # remembered as this folder's file (exists: kept)
+    conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=120)
+    conn.request("POST", "/api/p/sdpa/check", body=b"{}", headers={
+        "Host": f"127.0.0.1:{served.port}", "Authorization": f"Bearer {served.token}", "X-Torchcode": "1",
+        "Content-Type": "application/json"})
+    r = conn.getresponse()
+    assert r.status == 200
+    while json.loads(r.readline())["event"] != "case":  # a case is running (sleeping) now
+        pass
+    conn.sock.shutdown(2)  # the page went away
+    conn.close()
+    t0 = time.monotonic()
+    while True:  # the next check is not refused for long: the first one was stopped, not waited for
+        status, _, events = served.request("POST", "/api/p/sdpa/check", body={
+            "text": (ROOT / "solutions" / "sdpa.py").read_text(),
+            "sha": served.request("GET", "/api/p/sdpa/file")[2]["sha"]})
+        if status != 409:
+            break
+        assert time.monotonic() - t0 < 10, "the abandoned check still runs"
+        time.sleep(0.2)
+    assert status == 200 and events[-1]["event"] == "report" and events[-1]["report"]["verdict"] == "accepted", events
+    rows = sqlite3.connect(served.home / "progress.sqlite3").execute(
+        "SELECT verdict FROM attempts WHERE problem = 'sdpa'").fetchall()
+    assert rows == [("accepted",)]  # the abandoned check left no record
