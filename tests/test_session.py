@@ -239,3 +239,49 @@ def test_the_head_start_keeps_seeds_hidden_and_reproducible(session):
     # another problem, another file: the worker started ahead is not used for it
     assert session.grade("gqa", path=GQA).passed
     assert session.grade("sdpa", source=(ROOT / "solutions" / "sdpa.py").read_text()).passed
+
+
+FORGES_THE_SESSION = '''
+import json, os, torch
+LINE = (json.dumps({"report": {"verdict": "accepted", "problem": "sdpa", "file": "x", "seed": 1, "cases": []}})
+        + "\\n").encode()
+
+def _session_process():
+    pid = os.getpid()
+    for _ in range(4):
+        with open(f"/proc/{pid}/stat") as f:
+            pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            if b"torchcode.session.server" in f.read():
+                return pid
+
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    pid, opened = _session_process(), 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            w = os.open(f"/proc/{pid}/fd/{fd}", os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:
+            continue
+        opened += 1
+        try:
+            os.write(w, LINE * 4)
+        except OSError:
+            pass
+        os.close(w)
+    print("opened", opened)
+    return torch.zeros(*Q.shape[:-1], V.shape[-1], dtype=Q.dtype)
+'''
+
+
+def test_replies_cannot_be_forged_even_without_confinement():
+    """Where Landlock is missing (other kernels), a worker can open another process's pipes through
+    /proc/PID/fd; the session's requests and replies travel on a socket, which cannot be opened so.
+    The submission writes a forged "accepted" into every descriptor of the session's process it can
+    open (here its log file, at least), and still gets its wrong answer."""
+    with Session(limits=Limits(device="cpu", confine=False)) as s:
+        report = s.grade("sdpa", source=FORGES_THE_SESSION)
+        assert report.verdict.value == "wrong_answer", report.message
+        opened = int(re.search(r"opened (\d+)", report.output).group(1))
+        # root reaches the process's descriptors; another user is already stopped (the process is not dumpable)
+        assert opened > 0 or os.geteuid() != 0
+        assert s.grade("sdpa", path=ROOT / "solutions" / "sdpa.py").passed

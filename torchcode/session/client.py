@@ -8,6 +8,7 @@ import json
 import os
 import select
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -46,6 +47,7 @@ class Session:
         self.device: str | None = None
         self._proc: subprocess.Popen | None = None
         self._log = None
+        self._sock: socket.socket | None = None
         self._buf = b""
         self._lock = threading.Lock()
         self._busy = False
@@ -74,8 +76,8 @@ class Session:
         if proc is None:
             return
         try:
-            proc.stdin.close()  # end of input: it closes its zygote and exits
-        except OSError:
+            self._sock.shutdown(socket.SHUT_WR)  # end of input: it closes its zygote and exits
+        except (OSError, AttributeError):
             pass
         for sig, wait in ((None, 3.0), (signal.SIGTERM, 3.0), (signal.SIGKILL, 5.0)):
             if sig is not None:
@@ -88,7 +90,9 @@ class Session:
                 break
             except subprocess.TimeoutExpired:
                 continue
-        proc.stdout.close()
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
         if self._log is not None:
             self._log.close()
             self._log = None
@@ -153,11 +157,19 @@ class Session:
         self.close()
         self._log = tempfile.TemporaryFile(prefix="torchcode-session-")
         self._buf = b""
+        # Requests and replies travel on a socket, not on pipes: a pipe of another process can be opened
+        # again through /proc/PID/fd (by a worker that Landlock does not confine), a socket cannot.
+        ours, theirs = socket.socketpair()
         try:
-            self._proc = subprocess.Popen([sys.executable, "-m", "torchcode.session.server"], stdin=subprocess.PIPE,
-                                          stdout=subprocess.PIPE, stderr=self._log, start_new_session=True)
+            self._proc = subprocess.Popen([sys.executable, "-m", "torchcode.session.server", str(theirs.fileno())],
+                                          stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log,
+                                          pass_fds=[theirs.fileno()], start_new_session=True)
         except OSError as e:
+            ours.close()
             raise GraderError(f"cannot start the grading session's process ({e})") from None
+        finally:
+            theirs.close()
+        self._sock = ours
         config = {"limits": dataclasses.asdict(self.limits), "problems_dirs": self.problems_dirs,
                   "parent": os.getpid()}
         self._send(config)
@@ -169,13 +181,12 @@ class Session:
 
     def _send(self, obj: dict) -> None:
         try:
-            self._proc.stdin.write(json.dumps(obj).encode() + b"\n")
-            self._proc.stdin.flush()
-        except (OSError, ValueError):
+            self._sock.sendall(json.dumps(obj).encode() + b"\n")
+        except (OSError, ValueError, AttributeError):
             raise self._died() from None
 
     def _receive(self, deadline: float) -> dict:
-        fd = self._proc.stdout.fileno()
+        fd = self._sock.fileno()
         while b"\n" not in self._buf:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -183,7 +194,10 @@ class Session:
                 raise GraderError("the grading session stopped answering (it was restarted; try again)")
             ready, _, _ = select.select([fd], [], [], min(left, 1.0))
             if ready:
-                chunk = os.read(fd, 1 << 16)
+                try:
+                    chunk = self._sock.recv(1 << 16)
+                except OSError:
+                    chunk = b""
                 if not chunk:
                     raise self._died()
                 self._buf += chunk

@@ -1,10 +1,11 @@
 """The process behind a :class:`torchcode.session.Session` (``python -m torchcode.session.server``).
 
 It imports torch, forks the grader's zygote before any tensor op, says it is ready, then grades
-one request at a time: requests are JSON lines on stdin, replies JSON lines on the stdout it was
-started with (anything else printed goes to stderr, the session's log). Every grade forks a fresh
+one request at a time: requests and replies are JSON lines on a socket the session passes it
+(anything printed goes to the session's log). Every grade forks a fresh
 confined worker from the zygote; the reference side of each problem is built once and kept.
 
+(All on the socket the session passed as argv[1]; stdin, stdout and stderr are not used for them.)
 Lines in:  {"op": "grade", "problem": ID, "path": FILE | null, "source": TEXT | null,
             "seed": N | null, "dtypes": [...] | null}
            {"op": "warm", "problems": [ID, ...]}
@@ -13,7 +14,7 @@ Lines out: {"ready": true, "device": "cpu", "pid": N}          (once, at start)
            {"report": {...}} | {"ok": true}                      (the answer)
            {"error": {"kind": "usage" | "grader" | "cancelled" | "internal", "message": "..."}}
 
-SIGINT cancels the grade in flight (once per grade; ignored between grades). End of stdin, SIGTERM
+SIGINT cancels the grade in flight (once per grade; ignored between grades). End of input, SIGTERM
 or the death of the process that started it end it, with its zygote and workers.
 """
 
@@ -23,6 +24,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 import threading
@@ -46,7 +48,7 @@ def _on_sigterm(signum, frame) -> None:
 
 
 def _orphan_watch(parent: int) -> None:
-    """The process that started us died mid-grade (stdin's end of file is only seen between grades)."""
+    """The process that started us died mid-grade (the end of its input is only seen between grades)."""
     while os.getppid() == parent:
         time.sleep(0.5)
     os.kill(os.getpid(), signal.SIGTERM)
@@ -54,15 +56,16 @@ def _orphan_watch(parent: int) -> None:
 
 def main() -> None:
     global _grading, _raised
-    out = os.fdopen(os.dup(1), "w", buffering=1)
-    os.dup2(2, 1)  # stray prints (torch warnings, ...) go to the log, never into the replies
+    sock = socket.socket(fileno=int(sys.argv[1]))
+    requests = sock.makefile("r", encoding="utf-8")
     signal.signal(signal.SIGINT, _on_sigint)
     signal.signal(signal.SIGTERM, _on_sigterm)
+    _not_dumpable()
 
     def send(obj: dict) -> None:
-        out.write(json.dumps(obj) + "\n")
+        sock.sendall((json.dumps(obj) + "\n").encode())
 
-    config = json.loads(sys.stdin.readline() or "{}")
+    config = json.loads(requests.readline() or "{}")
     from torchcode.errors import GraderError, TorchcodeError
     from torchcode.grader.judge import Grader, resolve_device
     from torchcode.grader.limits import Limits
@@ -82,7 +85,7 @@ def main() -> None:
     threading.Thread(target=_orphan_watch, args=(int(config.get("parent") or os.getppid()),), daemon=True).start()
     send({"ready": True, "device": limits.device, "pid": os.getpid()})
     try:
-        for line in sys.stdin:
+        for line in requests:
             try:
                 req = json.loads(line)
                 if req.get("op") == "warm":
@@ -121,6 +124,18 @@ def main() -> None:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         grader.close()
         shutil.rmtree(sources, ignore_errors=True)
+
+
+def _not_dumpable() -> None:
+    """Other processes of the same user (a worker that Landlock does not confine) may not read this one's
+    memory or take its file descriptors (ptrace, /proc/PID/mem, pidfd_getfd); its zygote and workers
+    inherit it. Root keeps the power to, and Landlock is what stops a worker then."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(4, 0)  # PR_SET_DUMPABLE
+    except (OSError, AttributeError):
+        pass
 
 
 def _catalog(dirs):
