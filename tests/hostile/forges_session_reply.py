@@ -1,4 +1,5 @@
 # expect: wrong_answer
+# needs: confinement
 # Writes a forged "accepted" report into every file descriptor of every ancestor it can reach
 # (the zygote, the `check` process or the warm session's process, whose replies are JSON lines on
 # a pipe), then returns a wrong answer. (Its own socket is the forges_reply_* files' business.) The forgery must reach neither the judge nor the terminal.
