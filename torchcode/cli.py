@@ -83,13 +83,14 @@ def show(problem: ProblemArg, problems_dir: PacksOpt = None):
 
 @app.command()
 def start(problem: ProblemArg,
-          file: Annotated[Optional[Path], typer.Option("--file", "-o", help="Where to write the stub (default ./PROBLEM.py).")] = None,
+          file: Annotated[Optional[Path], typer.Option("--file", "-o", help="Where to write the stub (default ./PROBLEM.py, or ./PROBLEM.ipynb with --notebook).")] = None,
           force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file (a backup is kept).")] = False,
+          notebook: Annotated[bool, typer.Option("--notebook", help="Write a Jupyter notebook PROBLEM.ipynb instead.")] = False,
           problems_dir: PacksOpt = None):
     """Write a stub file for PROBLEM in this directory."""
     from torchcode.commands import start as cmd
 
-    raise typer.Exit(cmd.start(problem, file, force, problems_dir))
+    raise typer.Exit(cmd.start(problem, file, force, problems_dir, notebook))
 
 
 @app.command()
@@ -112,6 +113,22 @@ def check(target: Annotated[Optional[str], typer.Argument(
 
     limits = Limits(time_limit=time_limit, total_limit=total_time_limit, memory_mb=memory_limit, device=device)
     raise typer.Exit(cmd.run(target, problem, seed, json_, limits, problems_dir, dtype))
+
+
+@app.command()
+def watch(target: Annotated[Optional[str], typer.Argument(
+              metavar="[TARGET]", show_default=False, help="A problem id or a file. Default: the problem started last in this directory.")] = None,
+          problem: Annotated[Optional[str], typer.Option("--problem", "-p", help="The problem FILE solves.")] = None,
+          seed: Annotated[Optional[int], typer.Option(help="Grade every save on this seed (default: a new one each time).")] = None,
+          time_limit: Annotated[Optional[float], typer.Option(help="Seconds per hidden case (default: the problem's).")] = None,
+          device: Annotated[str, typer.Option(help="auto (CUDA when available), cpu or cuda.")] = "auto",
+          dtype: Annotated[Optional[list[str]], typer.Option(help="Grade in this dtype (repeatable; 'all'), as for check.")] = None,
+          problems_dir: PacksOpt = None):
+    """Re-grade your solution every time you save it (a warm grader: results in a fraction of a second). Ctrl-C stops."""
+    from torchcode.commands import watch as cmd
+    from torchcode.grader.limits import Limits
+
+    raise typer.Exit(cmd.run(target, problem, seed, Limits(time_limit=time_limit, device=device), problems_dir, dtype))
 
 
 @app.command()

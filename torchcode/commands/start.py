@@ -23,8 +23,11 @@ def _remember(spec, path: Path) -> None:
         echo(f"warning: {w}", err=True)
 
 
-def start(problem: str, file: Path | None, force: bool, problems_dirs: list[Path] | None) -> int:
+def start(problem: str, file: Path | None, force: bool, problems_dirs: list[Path] | None,
+          notebook: bool = False) -> int:
     spec = catalog(problems_dirs).get(problem)
+    if notebook:
+        return _start_notebook(spec, file, force)
     path = (file or Path(f"{spec.id}.py")).resolve()
     written = write_stub(spec, path, force=force)
     _remember(spec, path)
@@ -33,6 +36,20 @@ def start(problem: str, file: Path | None, force: bool, problems_dirs: list[Path
     echo(f"Wrote {style(display_path(path), bold=True)}: {spec.title} ({spec.difficulty}).")
     echo(f"Implement {style(spec.entry.name, bold=True)}, then run {style('torchcode check', bold=True)}."
                f" Stuck? {style(f'torchcode hint {spec.id}', bold=True)}")
+    return 0
+
+
+def _start_notebook(spec, file: Path | None, force: bool) -> int:
+    """A notebook is not remembered as this directory's file: `check` grades Python files."""
+    from torchcode.scaffold.notebook import render_notebook
+
+    path = (file or Path(f"{spec.id}.ipynb")).resolve()
+    written = write_stub(spec, path, force=force, text=render_notebook(spec))
+    if written.backup:
+        echo(f"Backed up the old file to {display_path(written.backup)}")
+    echo(f"Wrote {style(display_path(path), bold=True)}: {spec.title} ({spec.difficulty}).")
+    echo(f"Open it in Jupyter (`pip install 'torchcode[jupyter]'` adds the kernel side), fill in the "
+         f"{style(f'%%torchcode {spec.id}', bold=True)} cell and run it to grade it.")
     return 0
 
 

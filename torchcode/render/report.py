@@ -11,9 +11,11 @@ from torchcode.render import verdict_label
 from torchcode.render.terminal import glyphs, inert
 
 
-def report(con: Console, r: Report, *, display_file: str, pack: str | None = None) -> None:
+def report(con: Console, r: Report, *, display_file: str, pack: str | None = None,
+           reproduce: str | None = None) -> None:
     """Text the submission controls (its output, messages, tracebacks) and the file name are shown inertly.
-    ``pack``: the problem pack the problem comes from, when not the built-in course (for the reproduce line)."""
+    ``pack``: the problem pack the problem comes from, when not the built-in course (for the reproduce line).
+    ``reproduce``: how to re-run this grade, when not the `torchcode check` command line (Jupyter)."""
     g = glyphs(con.file)
     display_file = inert(display_file)
     style, label = verdict_label(r.verdict.value)
@@ -71,8 +73,9 @@ def report(con: Console, r: Report, *, display_file: str, pack: str | None = Non
         import shlex
 
         extra = f" --problems-dir {shlex.quote(inert(pack))}" if pack else ""
-        con.print(Text(f"seed {r.seed}: reproduce with `torchcode check {shlex.quote(display_file)} --problem {r.problem}"
-                       f" --seed {r.seed}{extra}`", style="dim"), soft_wrap=True)
+        again = reproduce or (f"torchcode check {shlex.quote(display_file)} --problem {r.problem}"
+                              f" --seed {r.seed}{extra}")
+        con.print(Text(f"seed {r.seed}: reproduce with `{again}`", style="dim"), soft_wrap=True)
 
 
 def _one_line(c) -> str:

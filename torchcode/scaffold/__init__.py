@@ -34,7 +34,8 @@ def render_stub(spec: ProblemSpec) -> str:
     return text
 
 
-def _render_stub(spec: ProblemSpec) -> str:
+def _render_stub(spec: ProblemSpec, header: str | None = None) -> str:
+    """``header`` (a docstring literal) replaces the default one: the statement and how to check."""
     import jinja2
 
     try:
@@ -42,7 +43,7 @@ def _render_stub(spec: ProblemSpec) -> str:
     except OSError:
         raise SpecError(spec.template_path, None, "the stub template is missing",
                         f"create templates/{spec.id}.py.j2 in the pack") from None
-    header = docstring(
+    header = header if header is not None else docstring(
         f"{spec.statement()}\n\n---\n"
         f"torchcode problem '{spec.id}'. Check your work with `torchcode check {spec.id}`; "
         f"`torchcode hint {spec.id}` reveals the next hint."
@@ -80,9 +81,9 @@ def backup(path: Path) -> Path:
     return target
 
 
-def write_stub(spec: ProblemSpec, path: Path, *, force: bool = False) -> Written:
-    """Write the stub to ``path``; an existing file needs ``force`` and is backed up first."""
-    text = render_stub(spec)
+def write_stub(spec: ProblemSpec, path: Path, *, force: bool = False, text: str | None = None) -> Written:
+    """Write the stub (or ``text``) to ``path``; an existing file needs ``force`` and is backed up first."""
+    text = render_stub(spec) if text is None else text
     old = None
     if path.exists():
         if not force:

@@ -1,0 +1,163 @@
+"""Jupyter: real notebooks executed by a real IPython kernel (nbclient + ipykernel).
+
+The notebook `torchcode start gqa --notebook` writes runs as it is (its stub cell is graded:
+not implemented yet); a wrong cell shows the wrong-answer report, a fixed one Accepted, and
+`%torchcode status` then shows gqa solved. Grading never happens in the kernel: the kernel
+never imports torch, and a cell that tampers with its interpreter leaves the kernel untouched.
+Attempts land in the same store as the CLI's.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+nbformat = pytest.importorskip("nbformat", reason="the Jupyter tests need nbformat: pip install -e '.[test]'")
+nbclient = pytest.importorskip("nbclient", reason="the Jupyter tests need nbclient: pip install -e '.[test]'")
+pytest.importorskip("ipykernel", reason="the Jupyter tests need ipykernel: pip install -e '.[test]'")
+
+WRONG = (ROOT / "problems" / "gqa" / "wrong" / "tiled_kv_heads.py").read_text()
+RIGHT = (ROOT / "solutions" / "gqa.py").read_text()
+HOSTILE = """
+import builtins, sys
+builtins.TAMPERED = True            # in the kernel this would stick
+sys.modules["torch"] = None         # and this would break the kernel's next import
+raise SystemExit(0)                 # and this would end it
+"""
+
+
+@pytest.fixture
+def jupyter_env(tmp_path, monkeypatch):
+    """Jupyter's and IPython's own files go to a temp folder, not the user's."""
+    for var, sub in (("JUPYTER_RUNTIME_DIR", "runtime"), ("IPYTHONDIR", "ipython"), ("JUPYTER_DATA_DIR", "data"),
+                     ("JUPYTER_CONFIG_DIR", "config")):
+        (tmp_path / "jupyter" / sub).mkdir(parents=True)
+        monkeypatch.setenv(var, str(tmp_path / "jupyter" / sub))
+    monkeypatch.setenv("COLUMNS", "120")
+
+
+def _execute(nb, cwd):
+    client = nbclient.NotebookClient(nb, kernel_name="python3", timeout=300, startup_timeout=180,
+                                     allow_errors=False, resources={"metadata": {"path": str(cwd)}})
+    client.execute()
+    return nb
+
+
+def _code(source: str):
+    return nbformat.v4.new_code_cell(source)
+
+
+def _text(cell) -> str:
+    """What a cell showed: its plain text (displays and streams) and its HTML."""
+    parts = []
+    for out in cell.get("outputs", []):
+        if out.get("output_type") == "stream":
+            parts.append(out.get("text", ""))
+        data = out.get("data", {})
+        parts.append(data.get("text/plain", ""))
+        parts.append(data.get("text/html", ""))
+    return "\n".join(parts)
+
+
+def _html(cell) -> str:
+    return "\n".join(out.get("data", {}).get("text/html", "") for out in cell.get("outputs", []))
+
+
+def test_start_notebook_writes_statement_stub_and_scratch(cli, workdir):
+    r = cli("start", "gqa", "--notebook")
+    assert r.code == 0 and "gqa.ipynb" in r.out, r.text
+    nb = nbformat.read(workdir / "gqa.ipynb", as_version=4)
+    nbformat.validate(nb)
+    kinds = [c.cell_type for c in nb.cells]
+    assert kinds[0] == "markdown" and "Grouped-Query Attention" in nb.cells[0].source
+    assert "n_rep = num_heads // num_kv_heads" in nb.cells[0].source  # the statement's math
+    stub = next(c for c in nb.cells if c.cell_type == "code" and c.source.startswith("%%torchcode "))
+    assert stub.source.splitlines()[0] == "%%torchcode gqa"
+    assert "class GroupQueryAttention(nn.Module):" in stub.source and "NotImplementedError" in stub.source
+    assert nb.cells[-1].cell_type == "code" and nb.cells[-1].source == ""  # the scratch cell
+    assert any(c.source.strip() == "%load_ext torchcode" for c in nb.cells if c.cell_type == "code")
+    assert not (workdir / "gqa.py").exists()
+    r = cli("start", "gqa", "--notebook")  # never overwritten silently
+    assert r.code == 2 and "already exists" in r.err
+
+
+def test_notebook_wrong_then_fixed_then_status(cli, workdir, torchcode_home, jupyter_env):
+    assert cli("start", "gqa", "--notebook").code == 0
+    nb = nbformat.read(workdir / "gqa.ipynb", as_version=4)
+    n = len(nb.cells)
+    nb.cells += [
+        _code("%%torchcode gqa\n" + WRONG),
+        _code("%%torchcode gqa\n" + RIGHT),
+        _code("%torchcode status"),
+        _code("%torchcode hint gqa"),
+        _code("%torchcode show gqa"),
+        _code("import sys\nprint('torch imported in the kernel:', 'torch' in sys.modules)"),
+    ]
+    _execute(nb, workdir)
+    stub, wrong, right, status, hint, show, kernel = [nb.cells[n - 2]] + nb.cells[n:]
+    assert "Not implemented yet" in _text(stub), _text(stub)
+
+    text = _text(wrong)
+    assert "Wrong answer" in text and "does not match the reference" in text, text
+    assert "%%torchcode gqa --seed" in text and "torchcode check" not in text  # how to reproduce, in the notebook
+    assert "Wrong answer" in _html(wrong) and "<pre" in _html(wrong)  # drawn as HTML in the notebook
+
+    text = _text(right)
+    assert "Accepted" in text and "All hidden cases pass" in text, text
+    assert "Accepted" in _html(right)
+
+    text = _text(status)
+    row = next(line for line in text.splitlines() if line.strip("│┃| ").startswith("gqa "))
+    assert "solved" in row, text
+    assert "Hint 1 of" in _text(hint)
+    assert any("text/markdown" in o.get("data", {}) and "Grouped-Query Attention" in o["data"]["text/markdown"]
+               for o in show.outputs), show.outputs
+    assert "torch imported in the kernel: False" in _text(kernel)
+
+    rows = sqlite3.connect(torchcode_home / "progress.sqlite3").execute(
+        "SELECT problem, verdict, file FROM attempts ORDER BY id").fetchall()
+    assert rows == [("gqa", "not_implemented", ""), ("gqa", "wrong_answer", ""), ("gqa", "accepted", "")]
+    kept = sqlite3.connect(torchcode_home / "progress.sqlite3").execute(
+        "SELECT source FROM attempts ORDER BY id").fetchall()
+    assert bytes(kept[1][0]) == WRONG.encode() and bytes(kept[2][0]) == RIGHT.encode()  # the cell, for `history`
+    assert sqlite3.connect(torchcode_home / "progress.sqlite3").execute(
+        "SELECT revealed FROM hints WHERE problem = 'gqa'").fetchone() == (1,)
+    r = cli("status")  # the CLI sees the notebook's attempts
+    assert "1 solved" in r.out, r.out
+
+
+def test_a_hostile_cell_never_reaches_the_kernel(workdir, torchcode_home, jupyter_env):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        _code("%load_ext torchcode"),
+        _code("%%torchcode gqa\n" + HOSTILE),
+        _code("import builtins, sys\nprint('tampered:', hasattr(builtins, 'TAMPERED'), 'torch' in sys.modules)"),
+        _code("%%torchcode gqa\n" + RIGHT),  # the kernel and its session still grade
+        _code("%%torchcode nosuch\nx = 1"),
+        _code("%torchcode frobnicate"),
+        _code("%%torchcode gqa\nimport torch\n\nclass GroupQueryAttention(torch.nn.Module:\n    pass\n"),
+        _code("%%torchcode gqa\n" + RIGHT.replace("    def forward(self, x):\n", "    def forward(self, x):\n        1 / 0\n")),
+    ]
+    _execute(nb, workdir)
+    syntax, runtime = _text(nb.cells[6]), _text(nb.cells[7])
+    assert "Syntax error" in syntax and "this cell, line 4, column 42" in syntax, syntax  # lines as the cell shows them
+    line = RIGHT.splitlines().index("    def forward(self, x):") + 3
+    assert "Runtime error" in runtime and f'File "this cell", line {line}, in forward' in runtime, runtime
+    assert "torchcode-src" not in syntax + runtime
+    assert "tampered: False False" in _text(nb.cells[2]), _text(nb.cells[2])
+    assert "Accepted" in _text(nb.cells[3]), _text(nb.cells[3])
+    assert "error: no problem named 'nosuch'" in _text(nb.cells[4]) and "Traceback" not in _text(nb.cells[4])
+    assert "usage: %%torchcode PROBLEM" in _text(nb.cells[5])
+
+
+def test_the_extension_imports_no_torch_and_nothing_of_jupyter_until_loaded():
+    import subprocess
+
+    code = ("import sys, torchcode, torchcode.jupyter, torchcode.session;"
+            "print(sorted(m for m in ('torch', 'IPython', 'nbformat', 'watchfiles') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr

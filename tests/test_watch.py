@@ -1,0 +1,263 @@
+"""`torchcode watch`: a real watch subprocess, real saves, real Ctrl-C.
+
+Every save is graded and its report drawn; a half-written file (not valid Python yet) is a
+verdict and the watch goes on; a deleted file is waited for; a save during a slow grade cancels
+it (the newer text is graded, the older one not recorded); a case that runs long is named while
+it runs; every finished grade is recorded like `check`'s; Ctrl-C (to the process, or to its
+process group as a terminal sends it) ends it with exit 0, no process and no temporary file left.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+pytest.importorskip("watchfiles", reason="torchcode watch needs watchfiles (a core dependency): pip install -e '.[test]'")
+
+SOLUTION = (ROOT / "solutions" / "sdpa.py").read_text()
+WRONG = (ROOT / "problems" / "sdpa" / "wrong" / "scale_by_dk.py").read_text()
+# A correct kernel whose first call sleeps: the case running then is named on screen.
+SLOW_ONCE = SOLUTION.replace("    d_k = Q.size(-1)\n", "    import time\n    if not _slept:\n        _slept.append(1)\n"
+                             "        time.sleep(2.0)\n    d_k = Q.size(-1)\n").replace("import torch\n", "import torch\n_slept = []\n", 1)
+assert SLOW_ONCE.count("time.sleep") == 1
+# Every call sleeps (within a case's time limit): the whole grade takes many seconds.
+SLOW_EVERY = SOLUTION.replace("    d_k = Q.size(-1)\n", "    import time\n    time.sleep(1.0)\n    d_k = Q.size(-1)\n")
+assert SLOW_EVERY.count("time.sleep") == 1
+HEADER = re.compile(r"sdpa\.py at \d\d:\d\d:\d\d")  # heads each report
+WAIT = 120.0  # seconds for one grade to show, on a loaded 2-core machine
+
+
+def _torchcode() -> list[str]:
+    exe = shutil.which("torchcode")
+    return [exe] if exe else [sys.executable, "-m", "torchcode"]
+
+
+def _family(pid: int) -> set[int]:
+    kids = set()
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                kids.add(int(d.name))
+    return kids | {g for k in kids for g in _family(k)}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+class Watch:
+    """A running `torchcode watch`, its output in files, its process family tracked."""
+
+    def __init__(self, workdir: Path, tmp: Path, *args: str):
+        self.out, self.err = tmp.parent / "watch.out", tmp.parent / "watch.err"
+        env = {**os.environ, "TMPDIR": str(tmp), "NO_COLOR": "1", "COLUMNS": "200"}
+        with open(self.out, "w") as out, open(self.err, "w") as err:
+            self.p = subprocess.Popen(_torchcode() + ["watch", *args, "--device", "cpu"], cwd=workdir, env=env,
+                                      stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True)
+        self.seen: set[int] = set()
+
+    def text(self) -> str:
+        return self.out.read_text()
+
+    def errors(self) -> str:
+        return self.err.read_text()
+
+    def wait_for(self, what, timeout: float = WAIT) -> None:
+        """Until ``what()`` is true; the process must stay up meanwhile."""
+        deadline = time.monotonic() + timeout
+        while not what():
+            self.seen |= _family(self.p.pid)
+            assert self.p.poll() is None, ("watch ended", self.p.returncode, self.text(), self.errors())
+            assert time.monotonic() < deadline, ("timed out", self.text(), self.errors())
+            time.sleep(0.05)
+        self.seen |= _family(self.p.pid)
+
+    def reports(self) -> int:
+        return len(HEADER.findall(self.text()))
+
+    def wait_report(self, count: int) -> str:
+        """The ``count``-th report (1-based), once it is fully drawn."""
+        self.wait_for(lambda: self.reports() >= count and self._complete(self._nth(count)))
+        return self._nth(count)
+
+    def _nth(self, n: int) -> str:
+        parts = HEADER.split(self.text())
+        return parts[n] if len(parts) > n else ""
+
+    @staticmethod
+    def _complete(report: str) -> bool:
+        return "All hidden cases pass" in report or "reproduce with" in report or "╰" in report
+
+    def interrupt(self, group: bool) -> tuple[int, str]:
+        self.seen |= _family(self.p.pid)
+        if group:
+            os.killpg(self.p.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+        else:
+            self.p.send_signal(signal.SIGINT)
+        code = self.p.wait(timeout=60)
+        return code, self.errors()
+
+    def stop(self) -> None:
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+        for pid in self.seen:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def watching(workdir, tmp_path):
+    tmp = tmp_path / "tmpdir"
+    tmp.mkdir()
+    started: list[Watch] = []
+
+    def start(*args: str) -> Watch:
+        w = Watch(workdir, tmp, *args)
+        started.append(w)
+        return w
+
+    yield start, tmp
+    for w in started:
+        w.stop()
+
+
+def _attempts(home: Path) -> list[tuple[str, str]]:
+    db = home / "progress.sqlite3"
+    if not db.exists():
+        return []
+    return sqlite3.connect(db).execute("SELECT verdict, sha256 FROM attempts ORDER BY id").fetchall()
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _save(path: Path, text: str) -> None:
+    """An editor's save: write another file and rename it over the learner's."""
+    side = path.with_name(f".{path.name}.swp")
+    side.write_text(text)
+    os.replace(side, path)
+
+
+def _assert_nothing_left(watch: Watch, tmp: Path, code: int, err: str, processes: int = 2) -> None:
+    assert code == 0, (code, err)
+    assert "Stopped watching." in err and "Traceback" not in err, err
+    assert len(watch.seen) >= processes, "the session's processes were never seen"
+    time.sleep(0.3)
+    assert [pid for pid in watch.seen if _alive(pid)] == []
+    assert list(tmp.iterdir()) == []
+
+
+def test_every_save_is_graded_redrawn_and_recorded(cli, workdir, watching, torchcode_home):
+    start, tmp = watching
+    assert cli("start", "sdpa").code == 0
+    target = workdir / "sdpa.py"
+    w = start()  # the problem started last here
+    first = w.wait_report(1)
+    assert "Not implemented yet" in first and "sdpa.py" in first, first
+
+    _save(target, WRONG)
+    report = w.wait_report(2)
+    assert "Wrong answer" in report and "seed" in report, report
+
+    half = SOLUTION[:SOLUTION.index("K.transpose(-2") + len("K.transpose(-")]  # cut mid-line, as a save in progress may be seen
+    target.write_text(half)
+    report = w.wait_report(3)
+    assert "Syntax error" in report, report
+
+    target.unlink()  # an editor that deletes before it writes
+    w.wait_for(lambda: "is gone; waiting" in w.errors())
+    target.write_text(SOLUTION)
+    report = w.wait_report(4)
+    assert "Accepted" in report and "All hidden cases pass" in report, report
+
+    code, err = w.interrupt(group=False)
+    _assert_nothing_left(w, tmp, code, err)
+    assert "Traceback" not in w.text()
+    verdicts = _attempts(torchcode_home)
+    assert [v for v, _ in verdicts] == ["not_implemented", "wrong_answer", "syntax_error", "accepted"]
+    assert verdicts[1][1] == _sha(WRONG) and verdicts[2][1] == _sha(half) and verdicts[3][1] == _sha(SOLUTION)
+    sources = sqlite3.connect(torchcode_home / "progress.sqlite3").execute(
+        "SELECT source FROM attempts ORDER BY id").fetchall()
+    assert [bytes(x) for x, in sources[1:]] == [WRONG.encode(), half.encode(), SOLUTION.encode()]  # for `history`
+    r = cli("status")
+    assert r.code == 0 and "1 solved" in r.out, r.out
+
+
+def test_a_long_case_is_named_while_it_runs(workdir, watching, torchcode_home):
+    start, tmp = watching
+    (workdir / "sdpa.py").write_text(SLOW_ONCE)
+    w = start("sdpa.py")
+    w.wait_for(lambda: "running case " in w.errors())
+    assert w.reports() == 0  # named before the report: while it runs
+    assert "Accepted" in w.wait_report(1)
+    line = next(x for x in w.errors().splitlines() if x.startswith("running case "))
+    assert "(float32" in line and " of " in line, line
+    code, err = w.interrupt(group=True)
+    _assert_nothing_left(w, tmp, code, err)
+    assert [v for v, _ in _attempts(torchcode_home)] == ["accepted"]
+
+
+def test_a_save_during_a_grade_cancels_it(workdir, watching, torchcode_home):
+    """The slow text is still being graded when the fixed one is saved: only the fixed one counts."""
+    start, tmp = watching
+    target = workdir / "sdpa.py"
+    target.write_text(SLOW_EVERY)
+    w = start("sdpa.py")
+    w.wait_for(lambda: "running case " in w.errors())
+    _save(target, SOLUTION)
+    report = w.wait_report(1)
+    assert "Accepted" in report, report
+    code, err = w.interrupt(group=False)
+    _assert_nothing_left(w, tmp, code, err)
+    assert _attempts(torchcode_home) == [("accepted", _sha(SOLUTION))]
+
+
+@pytest.mark.parametrize("group", [False, True], ids=["process", "terminal"])
+def test_ctrl_c_during_a_grade_leaves_nothing(workdir, watching, torchcode_home, group):
+    start, tmp = watching
+    (workdir / "sdpa.py").write_text(SLOW_EVERY)
+    w = start("sdpa.py")
+    w.wait_for(lambda: "running case " in w.errors())
+    code, err = w.interrupt(group=group)
+    _assert_nothing_left(w, tmp, code, err)
+    assert _attempts(torchcode_home) == []  # the grade never finished
+
+
+def test_ctrl_c_while_the_session_starts(workdir, watching, torchcode_home):
+    start, tmp = watching
+    (workdir / "sdpa.py").write_text(SOLUTION)
+    w = start("sdpa.py")
+    w.wait_for(lambda: len(_family(w.p.pid)) >= 1, timeout=30)  # the session's process exists, torch still loading
+    code, err = w.interrupt(group=True)
+    _assert_nothing_left(w, tmp, code, err, processes=1)
+    assert _attempts(torchcode_home) == []
+
+
+def test_watch_usage_errors(cli, workdir):
+    r = cli("watch")
+    assert r.code == 2 and "nothing has been started" in r.err and "Traceback" not in r.err, r.err
+    r = cli("watch", "nosuch")
+    assert r.code == 2 and "no problem named 'nosuch'" in r.err, r.err
+    r = cli("watch", "sdpa")
+    assert r.code == 2 and "torchcode start sdpa" in r.err, r.err
