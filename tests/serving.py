@@ -62,12 +62,14 @@ class Served:
         return r.status, {k.lower(): v for k, v in r.getheaders()}, parsed
 
 
-def start_server(folder: Path, home: Path, *extra: str, timeout: float = 60) -> Served:
+def start_server(folder: Path, home: Path, *extra: str, timeout: float = 60, env: dict | None = None,
+                 browser: bool = False) -> Served:
     exe = shutil.which("torchcode")
     cmd = [exe] if exe else [sys.executable, "-m", "torchcode"]
-    env = {**os.environ, "TORCHCODE_HOME": str(home), "NO_COLOR": "1", "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "TORCHCODE_HOME": str(home), "NO_COLOR": "1", "PYTHONUNBUFFERED": "1", **(env or {})}
     env.pop("TORCHCODE_PROBLEMS", None)
-    proc = subprocess.Popen([*cmd, "serve", str(folder), "--no-browser", "--port", "0", *extra], cwd=folder, env=env,
+    flags = [] if browser else ["--no-browser"]
+    proc = subprocess.Popen([*cmd, "serve", str(folder), *flags, "--port", "0", *extra], cwd=folder, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     lines: list[str] = []
     deadline = time.monotonic() + timeout

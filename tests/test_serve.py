@@ -298,3 +298,29 @@ def test_a_check_whose_page_goes_away_is_stopped_and_not_recorded(served):
     rows = sqlite3.connect(served.home / "progress.sqlite3").execute(
         "SELECT verdict FROM attempts WHERE problem = 'sdpa'").fetchall()
     assert rows == [("accepted",)]  # the abandoned check left no record
+
+
+def test_the_browser_is_opened_without_the_token_on_its_command_line(tmp_path):
+    """Every local user can read a process's command line: the browser gets a private redirect file."""
+    import os
+    import stat
+
+    seen = tmp_path / "argv.txt"
+    fake = tmp_path / "fake-browser"
+    fake.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {seen}\n')
+    fake.chmod(0o755)
+    (tmp_path / "ws").mkdir()
+    s = start_server(tmp_path / "ws", tmp_path / "home", browser=True, env={"BROWSER": f"{fake} %s", "DISPLAY": ""})
+    try:
+        deadline = time.monotonic() + 20
+        while not seen.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        argv = seen.read_text()
+        assert s.token not in argv and argv.startswith("file:///")
+        page = argv.strip().removeprefix("file://")
+        assert stat.S_IMODE(os.stat(page).st_mode) == 0o600
+        assert stat.S_IMODE(os.stat(os.path.dirname(page)).st_mode) == 0o700
+        assert s.url.replace("&", "&amp;") in open(page).read()  # it redirects to the tokened URL
+    finally:
+        assert stop_server(s) == 130
+    assert not os.path.exists(page)  # removed when the server stops

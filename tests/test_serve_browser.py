@@ -130,6 +130,7 @@ def test_solve_a_problem_in_the_browser(browser, served):
     assert "Accepted" in text and "All hidden cases pass" in text
     assert path.read_text().splitlines()[-1] == "    " + FIX
     _wait(d, lambda d: "solved" in d.find_element(By.ID, "solved-badge").text, what="the solved badge")
+    assert d.find_element(By.ID, "next-link").text == "sdpa"  # the suggested next problem
 
     # a change on disk (the learner's own editor) shows in the page
     path.write_text(path.read_text() + "# edited elsewhere\n")

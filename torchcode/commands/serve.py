@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 import secrets
+import shutil
 import socket
 import sys
 from pathlib import Path
@@ -38,6 +40,8 @@ def run(directory: Path | None, port: int | None, no_browser: bool, host: str, a
     sock = _bind(host, port) if port is not None else _first_free(host)
     port = sock.getsockname()[1]
     hosts = {f"{h}:{port}" for h in LOOPBACK_NAMES} | _names(host, port)
+    if port == 80:  # browsers leave the default port out of Host
+        hosts |= {h.rsplit(":", 1)[0] for h in hosts}
     token = secrets.token_urlsafe(32)
     ws = Workspace(folder, problems_dirs, device=device)
     app = Guard(create_app(ws), token, hosts, port)
@@ -49,20 +53,38 @@ def run(directory: Path | None, port: int | None, no_browser: bool, host: str, a
     print(f"torchcode serve: working in {folder}", flush=True)
     print(f"Open this URL in your browser (it carries your access token, keep it private):\n    {url}", flush=True)
     print("Ctrl-C stops the server.", flush=True)
-    if not no_browser:
-        import webbrowser
-
-        try:
-            webbrowser.open(url)
-        except Exception:  # no browser here: the printed URL is enough
-            pass
+    opener = None if no_browser else _open_browser(url)
     from torchcode.commands import interrupts
 
     interrupts.message = "torchcode serve stopped (checks in flight were cancelled, nothing left running)"
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", ws="none")
     server = uvicorn.Server(config)
-    server.run(sockets=[sock])
+    try:
+        server.run(sockets=[sock])
+    finally:
+        if opener:
+            shutil.rmtree(opener, ignore_errors=True)
     return 0
+
+
+def _open_browser(url: str) -> str | None:
+    """Open the browser on a private file that redirects to ``url``, as Jupyter does: a browser started
+    with the URL itself would show the token to every local user in its command line (ps)."""
+    import html
+    import tempfile
+    import webbrowser
+
+    folder = tempfile.mkdtemp(prefix="torchcode-serve-")  # mode 0700: this user's only
+    page = Path(folder) / "open.html"
+    fd = os.open(page, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(f'<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0;url={html.escape(url)}">'
+                f'<title>torchcode serve</title><p><a href="{html.escape(url)}">Open torchcode serve</a></p>\n')
+    try:
+        webbrowser.open(page.as_uri())
+    except Exception:  # no browser here: the printed URL is enough
+        pass
+    return folder
 
 
 def _is_loopback(host: str) -> bool:

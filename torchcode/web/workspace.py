@@ -235,7 +235,9 @@ class Workspace:
             warning = f"progress not saved: {e}"
         finally:
             st.close()
-        return {"report": report.to_dict(), "html": report_html(report, self.display(path)), "warning": warning}
+        nxt = self.listing()["suggestion"] if report.passed else None
+        return {"report": report.to_dict(), "html": report_html(report, self.display(path)), "warning": warning,
+                "next": nxt if nxt != spec.id else None}
 
 
     def bench(self, pid: str) -> dict:

@@ -13,6 +13,7 @@
   let saveTimer = null;
   let saving = null;             // the save in flight (a promise)
   let checking = false;
+  let epoch = 0;                 // bumped by every save, load and check: a poll answer from before is stale
 
   async function api(method, url, body) {
     const opts = {method, headers: {"X-Torchcode": "1"}, credentials: "same-origin"};
@@ -94,6 +95,7 @@
   }
 
   function loadFromDisk(f, why) {
+    epoch++;
     file = f;
     applying = true;
     const cursor = editor.getCursor();
@@ -118,6 +120,7 @@
     if (!dirty || !file.exists) return saving;
     if (saving) await saving;
     const text = editor.getValue();
+    epoch++;
     saving = (async () => {
       const r = await api("PUT", base + "/file", {text, sha: file.sha});
       if (r.status === 409) {
@@ -150,8 +153,9 @@
 
   async function poll() {
     if (document.hidden || saving || checking) return;
+    const seen = epoch;
     const r = await api("GET", base + "/file");
-    if (!r.ok) return;
+    if (!r.ok || seen !== epoch || saving || checking) return;  // stale: the page moved on meanwhile
     const disk = r.body;
     if (disk.sha === file.sha && disk.exists === file.exists) return;
     if (!dirty) loadFromDisk(disk, disk.exists ? "reloaded: changed on disk" : "");
@@ -186,6 +190,7 @@
     clearTimeout(saveTimer);
     if (saving) await saving;
     checking = true;
+    epoch++;
     showFile();
     $("check").textContent = "Checking…";
     const progress = $("progress");
@@ -243,6 +248,14 @@
       pre.innerHTML = ev.html;  // rich's export: every character of the report is escaped
       report.replaceChildren(pre);
       if (ev.warning) report.append(el("p", "warning", "warning: " + ev.warning));
+      if (ev.next) {
+        const p = el("p", "next", "Next up: ");
+        const a = el("a", "", ev.next);
+        a.href = "/p/" + encodeURIComponent(ev.next);
+        a.id = "next-link";
+        p.append(a);
+        report.append(p);
+      }
       if (ev.report.passed) {
         $("solved-badge").textContent = "solved";
         $("solved-badge").className = "status solved";
