@@ -161,3 +161,58 @@ def test_the_extension_imports_no_torch_and_nothing_of_jupyter_until_loaded():
             "print(sorted(m for m in ('torch', 'IPython', 'nbformat', 'watchfiles') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+SLOW = (ROOT / "solutions" / "sdpa.py").read_text().replace(
+    "    d_k = Q.size(-1)\n", "    import time\n    time.sleep(1.0)\n    d_k = Q.size(-1)\n")
+
+
+def test_interrupting_the_kernel_stops_the_grade_and_a_closed_kernel_leaves_nothing(workdir, torchcode_home, jupyter_env):
+    """Interrupt (the notebook's stop button) mid-grade: said, nothing recorded, the next cell grades.
+    Shutting the kernel down ends its grading session's process too."""
+    import time
+
+    from jupyter_client.manager import start_new_kernel
+
+    km, kc = start_new_kernel(kernel_name="python3", startup_timeout=180, cwd=str(workdir))
+    try:
+        def run(code: str, interrupt_when: str | None = None) -> str:
+            msg_id = kc.execute(code)
+            seen, interrupted = [], False
+            while True:
+                msg = kc.get_iopub_msg(timeout=300)
+                if msg["parent_header"].get("msg_id") != msg_id:
+                    continue
+                content = msg["content"]
+                seen.append(content.get("text", "") + content.get("data", {}).get("text/plain", ""))
+                if interrupt_when and not interrupted and interrupt_when in seen[-1]:
+                    km.interrupt_kernel()
+                    interrupted = True
+                if msg["msg_type"] == "status" and content["execution_state"] == "idle":
+                    return "\n".join(seen)
+
+        run("%load_ext torchcode")
+        out = run("%%torchcode sdpa\n" + SLOW, interrupt_when="Grading sdpa: case")
+        assert "Interrupted: the grade was stopped and nothing was recorded" in out, out
+        assert not (torchcode_home / "progress.sqlite3").exists() or sqlite3.connect(
+            torchcode_home / "progress.sqlite3").execute("SELECT count(*) FROM attempts").fetchone() == (0,)
+        out = run("%%torchcode sdpa\n" + (ROOT / "solutions" / "sdpa.py").read_text())
+        assert "Accepted" in out, out
+        out = run("import torchcode.jupyter as j; print('session pid', j._session._proc.pid)")
+        pid = int(out.split("session pid", 1)[1].split()[0])
+        assert _alive(pid)
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=False)
+    deadline = time.monotonic() + 30
+    while _alive(pid):
+        assert time.monotonic() < deadline, "the grading session outlived its kernel"
+        time.sleep(0.1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -261,3 +261,76 @@ def test_watch_usage_errors(cli, workdir):
     assert r.code == 2 and "no problem named 'nosuch'" in r.err, r.err
     r = cli("watch", "sdpa")
     assert r.code == 2 and "torchcode start sdpa" in r.err, r.err
+
+
+def test_on_a_terminal_the_running_case_shows_and_ctrl_c_stops_it(workdir, tmp_path, torchcode_home):
+    """A real terminal (a pty): the status line names the slow case, each report is drawn on a cleared
+    screen, and Ctrl-C typed at the terminal (the line discipline signals the foreground group) ends it."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+    import threading
+
+    tmp = tmp_path / "tmpdir"
+    tmp.mkdir()
+    (workdir / "sdpa.py").write_text(SLOW_ONCE)
+    env = {**os.environ, "TMPDIR": str(tmp), "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
+    env.pop("NO_COLOR", None)
+    pid, master = pty.fork()
+    if pid == 0:  # the child: the pty is its controlling terminal, it leads the foreground group
+        os.chdir(workdir)
+        os.execvpe(_torchcode()[0], _torchcode() + ["watch", "sdpa.py", "--device", "cpu"], env)
+    fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    chunks: list[bytes] = []
+
+    def read() -> None:
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            chunks.append(data)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    screen = lambda: re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", b"".join(chunks).decode("utf-8", "replace"))  # noqa: E731
+    seen: set[int] = set()
+    try:
+        deadline = time.monotonic() + WAIT
+        while "All hidden cases pass" not in screen():
+            seen |= _family(pid)
+            assert time.monotonic() < deadline, screen()
+            time.sleep(0.05)
+        text = screen()
+        assert "Grading sdpa.py: case " in text and " of " in text, text
+        assert text.index("Grading sdpa.py: case ") < text.index("Accepted")
+        assert b"\x1b[2J" in b"".join(chunks)  # the report is redrawn on a cleared screen
+        seen |= _family(pid)
+        os.write(master, b"\x03")  # Ctrl-C, typed
+        deadline = time.monotonic() + 60
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            assert time.monotonic() < deadline, screen()
+            time.sleep(0.05)
+        assert os.waitstatus_to_exitcode(status) == 0, screen()
+        reader.join(timeout=5)
+        assert "Stopped watching." in screen() and "Traceback" not in screen()
+        assert len(seen) >= 2
+        time.sleep(0.3)
+        assert [p for p in seen if _alive(p)] == []
+        assert list(tmp.iterdir()) == []
+        assert [v for v, _ in _attempts(torchcode_home)] == ["accepted"]
+    finally:
+        for p in {pid} | seen:
+            if _alive(p):
+                os.kill(p, signal.SIGKILL)
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+        os.close(master)
