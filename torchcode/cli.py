@@ -248,6 +248,33 @@ def serve(directory: Annotated[Optional[Path], typer.Argument(
     raise typer.Exit(cmd.run(directory, port, no_browser, host, allow_remote, problems_dir, device))
 
 
+@app.command()
+def grade(submissions: Annotated[Path, typer.Argument(help="A folder with one folder per student holding PROBLEM.py files, or a zip of it.")],
+          out: Annotated[Path, typer.Option("--out", "-o", help="Where grades.csv, grades.json, feedback/ and the gradebook go.")] = Path("grades"),
+          problems: Annotated[Optional[list[str]], typer.Option("--problems", help="Grade only these problems (repeatable or comma-separated; default: all).")] = None,
+          workers: Annotated[Optional[int], typer.Option(help="Warm grading sessions in parallel (default: one per core; with --ray, actors).")] = None,
+          seed: Annotated[Optional[int], typer.Option(help="The seed of the hidden inputs, the same for every student (default: the gradebook's, else random).")] = None,
+          feedback: Annotated[str, typer.Option(help="Per-student feedback files: full (what check shows), summary (verdicts only) or none.")] = "full",
+          ray: Annotated[bool, typer.Option("--ray", help="Grade on a Ray cluster: a local one started for this run unless --ray-address is given.")] = False,
+          ray_address: Annotated[Optional[str], typer.Option(help="The Ray cluster to join (HOST:PORT or ray://HOST:PORT; implies --ray).")] = None,
+          bench: Annotated[bool, typer.Option("--bench", help="Also time each accepted kernel against the reference: a speed ranking per problem.")] = False,
+          time_limit: Annotated[Optional[float], typer.Option(help="Seconds per hidden case (default: the problem's).")] = None,
+          total_time_limit: Annotated[float, typer.Option(help="Seconds for one submission's whole check.")] = 120.0,
+          memory_limit: Annotated[int, typer.Option(help="MB of address space for a submission's process.")] = 6144,
+          device: Annotated[str, typer.Option(help="auto (CUDA when available), cpu or cuda.")] = "auto",
+          dtype: Annotated[Optional[list[str]], typer.Option(help="Grade in this dtype (repeatable), as for check.")] = None,
+          problems_dir: PacksOpt = None):
+    """Grade a whole class: every student's files, on a pool of warm grading sessions; CSV, JSON, feedback, summary."""
+    from torchcode.classroom.run import Options
+    from torchcode.commands import grade as cmd
+    from torchcode.grader.limits import Limits
+
+    limits = Limits(time_limit=time_limit, total_limit=total_time_limit, memory_mb=memory_limit, device=device)
+    raise typer.Exit(cmd.run(Options(submissions=submissions, out=out, problems=problems, workers=workers, seed=seed,
+                                     feedback=feedback, limits=limits, dtypes=dtype, problems_dirs=problems_dir,
+                                     ray=ray, ray_address=ray_address, bench=bench)))
+
+
 def main() -> None:
     """The boundary: user errors become one message (exit 2), Ctrl-C one message (exit 130), a closed
     pipe nothing at all (the command keeps its own exit code), and output never crashes on encoding."""

@@ -1,0 +1,155 @@
+"""Finding the submissions: ``SUBMISSIONS/<student>/<problem>.py``, or a zip of that layout.
+
+Anything else (a loose file, an unknown problem, a nested folder, a notes.txt) is listed as
+unknown, never fatal. A zip is unpacked into a folder the caller owns, member by member:
+names that would leave it (``../x``, absolute paths), links and oversized members are listed
+as unsafe and skipped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import stat
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from torchcode.errors import UsageError
+
+MAX_FILE = 1 << 20  # a submission larger than 1 MB is not a kernel
+MAX_ZIP_TOTAL = 512 << 20
+IGNORED = {"__MACOSX", "__pycache__", ".DS_Store", ".ipynb_checkpoints"}
+
+
+@dataclass(frozen=True)
+class Submission:
+    student: str
+    problem: str
+    path: Path
+    sha256: str
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.student, self.problem
+
+
+@dataclass
+class Discovery:
+    root: Path  # the folder holding one folder per student
+    submissions: list[Submission] = field(default_factory=list)
+    students: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)  # "path: why", relative to the input
+
+
+def discover(source: Path, problems: list[str], unpack_to: Path) -> Discovery:
+    """Submissions for ``problems`` under ``source`` (a folder or a .zip, unpacked into ``unpack_to``)."""
+    if not source.exists():
+        raise UsageError(f"no such folder or zip: {source}")
+    unknown: list[str] = []
+    if source.is_file():
+        if not zipfile.is_zipfile(source):
+            raise UsageError(f"{source} is neither a folder nor a zip file: give the folder that holds one "
+                             "folder per student (or a zip of it)")
+        unknown += unzip(source, unpack_to)
+        source = unpack_to
+    root = _class_root(source)
+    found = Discovery(root=root, unknown=unknown)
+    wanted = set(problems)
+    for entry in sorted(root.iterdir()):
+        if _ignored(entry):
+            continue
+        if entry.is_symlink() or not entry.is_dir():
+            found.unknown.append(f"{_rel(entry, source)}: not a student folder")
+            continue
+        has_any = False
+        for f in sorted(entry.iterdir()):
+            why = _why_not(f, wanted)
+            if why is None:
+                data = f.read_bytes()
+                found.submissions.append(Submission(entry.name, f.stem, f.resolve(), hashlib.sha256(data).hexdigest()))
+                has_any = True
+            elif why:
+                found.unknown.append(f"{_rel(f, source)}: {why}")
+        found.students.append(entry.name)
+        if not has_any:
+            found.unknown.append(f"{_rel(entry, source)}/: no submission for {_listing(problems)}")
+    return found
+
+
+def _why_not(f: Path, wanted: set[str]) -> str | None:
+    """None for a submission, "" for a file quietly skipped, else why it is not a submission."""
+    if _ignored(f):
+        return ""
+    if f.is_symlink():
+        return "a link, not a file"
+    if f.is_dir():
+        return "a folder inside a student folder"
+    if f.suffix != ".py":
+        return "not a .py file"
+    if f.stem not in wanted:
+        return "not a problem being graded"
+    if f.stat().st_size > MAX_FILE:
+        return f"larger than {MAX_FILE >> 20} MB"
+    return None
+
+
+def _class_root(folder: Path) -> Path:
+    """Go down through wrapper folders (an LMS export unpacks to ``export/class/<student>/...``):
+    while a folder holds exactly one folder and nothing else, and that one holds folders."""
+    while True:
+        entries = [e for e in folder.iterdir() if not _ignored(e)]
+        if len(entries) != 1 or not entries[0].is_dir() or entries[0].is_symlink():
+            return folder
+        inner = entries[0]
+        if not any(e.is_dir() and not _ignored(e) for e in inner.iterdir()):
+            return folder
+        folder = inner
+
+
+def unzip(archive: Path, dest: Path) -> list[str]:
+    """Unpack ``archive`` into ``dest`` safely; return the members skipped, with why."""
+    skipped: list[str] = []
+    dest.mkdir(parents=True, exist_ok=True)
+    total = 0
+    with zipfile.ZipFile(archive) as z:
+        for info in z.infolist():
+            name = PurePosixPath(info.filename.replace("\\", "/"))
+            mode = info.external_attr >> 16
+            if info.is_dir():
+                continue
+            if name.is_absolute() or ".." in name.parts or not name.parts:
+                skipped.append(f"{info.filename}: unsafe name in the zip (outside the folder), skipped")
+                continue
+            if stat.S_ISLNK(mode):
+                skipped.append(f"{info.filename}: a link inside the zip, skipped")
+                continue
+            if any(p in IGNORED for p in name.parts):
+                continue
+            if info.file_size > MAX_FILE or total + info.file_size > MAX_ZIP_TOTAL:
+                skipped.append(f"{info.filename}: too large ({info.file_size} bytes), skipped")
+                continue
+            target = dest.joinpath(*name.parts)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with z.open(info) as src:
+                data = src.read(MAX_FILE + 1)  # the header's size may lie
+            if len(data) > MAX_FILE:
+                skipped.append(f"{info.filename}: too large, skipped")
+                continue
+            total += len(data)
+            target.write_bytes(data)
+    return skipped
+
+
+def _ignored(p: Path) -> bool:
+    return p.name in IGNORED or p.name.startswith(".")
+
+
+def _rel(p: Path, base: Path) -> str:
+    try:
+        return p.relative_to(base).as_posix()
+    except ValueError:
+        return str(p)
+
+
+def _listing(problems: list[str]) -> str:
+    return ", ".join(problems) if len(problems) <= 4 else f"any of the {len(problems)} problems"

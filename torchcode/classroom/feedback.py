@@ -1,0 +1,175 @@
+"""What a class run leaves in ``--out``: grades.csv, grades.json, one feedback file per student,
+and the summary table an instructor reads at the end (pass rate per problem, the cases the class
+failed most)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from torchcode.classroom.gradebook import Row
+from torchcode.render import verdict_label
+from torchcode.render.terminal import inert
+
+FEEDBACK_MODES = ("full", "summary", "none")
+MISSING = "missing"  # the student has no file for this problem
+NOT_GRADED = "not_graded"  # a file, but no current result (interrupted, or the grader could not run)
+COLUMNS = ["student", "problem", "verdict", "cases_passed", "cases_total", "score", "seconds", "sha256"]
+BENCH_COLUMNS = ["ms", "x_ref", "rank"]
+
+
+@dataclass
+class Entry:
+    """One (student, problem) cell of the grade sheet."""
+
+    student: str
+    problem: str
+    row: Row | None = None
+    sha256: str = ""
+    note: str = ""  # why there is no result
+    rank: int | None = None  # --bench: speed rank among the problem's accepted kernels
+
+    @property
+    def verdict(self) -> str:
+        return self.row.verdict if self.row else (NOT_GRADED if self.sha256 else MISSING)
+
+    def record(self, bench: bool) -> dict:
+        r = self.row
+        d = {"student": self.student, "problem": self.problem, "verdict": self.verdict,
+             "cases_passed": r.passed if r else 0, "cases_total": r.total if r else "",
+             "score": r.score if r else 0.0, "seconds": round(r.seconds, 3) if r else "",
+             "sha256": r.sha256 if r else self.sha256}
+        if bench:
+            b = (r.bench if r else None) or {}
+            d.update(ms=round(b["seconds"] * 1e3, 4) if "seconds" in b else "",
+                     x_ref=round(b["ratio"], 3) if "ratio" in b else "", rank=self.rank or "")
+        return d
+
+
+def rank(entries: list[Entry]) -> None:
+    """Number the accepted, benchmarked kernels of each problem from the fastest."""
+    by_problem: dict[str, list[Entry]] = {}
+    for e in entries:
+        if e.row and e.row.bench and "ratio" in e.row.bench:
+            by_problem.setdefault(e.problem, []).append(e)
+    for group in by_problem.values():
+        for n, e in enumerate(sorted(group, key=lambda e: e.row.bench["ratio"]), 1):
+            e.rank = n
+
+
+def write_all(out: Path, entries: list[Entry], *, seed: int, problems: list[str], unknown: list[str],
+              feedback: str, bench: bool, status: str) -> None:
+    write_csv(out / "grades.csv", entries, bench)
+    write_json(out / "grades.json", entries, seed=seed, problems=problems, unknown=unknown, status=status)
+    if feedback != "none":
+        write_feedback(out / "feedback", entries, seed=seed, mode=feedback)
+
+
+def write_csv(path: Path, entries: list[Entry], bench: bool) -> None:
+    tmp = path.with_suffix(".csv.tmp")
+    with tmp.open("w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS + (BENCH_COLUMNS if bench else []))
+        w.writeheader()
+        for e in entries:
+            w.writerow(e.record(bench))
+    tmp.replace(path)
+
+
+def write_json(path: Path, entries: list[Entry], *, seed: int, problems: list[str], unknown: list[str], status: str) -> None:
+    results = []
+    for e in entries:
+        d = e.record(bench=False)
+        if e.row:
+            d["cases"] = [{"name": c["name"], "verdict": c["verdict"]} for c in e.row.report.get("cases", [])]
+            d["report"] = e.row.report
+            if e.row.bench:
+                d["bench"] = {**e.row.bench, "rank": e.rank}
+        elif e.note:
+            d["note"] = e.note
+        results.append(d)
+    doc = {"seed": seed, "status": status, "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "problems": problems,
+           "students": sorted({e.student for e in entries}), "unknown_files": unknown, "results": results}
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+class _Utf8(io.StringIO):
+    encoding = "utf-8"  # so the report draws its Unicode marks
+
+
+def write_feedback(folder: Path, entries: list[Entry], *, seed: int, mode: str) -> None:
+    from torchcode.grader.result import Report
+    from torchcode.render.report import report as render
+
+    folder.mkdir(parents=True, exist_ok=True)
+    by_student: dict[str, list[Entry]] = {}
+    for e in entries:
+        by_student.setdefault(e.student, []).append(e)
+    for student, mine in by_student.items():
+        buf = _Utf8()
+        con = Console(file=buf, width=100, color_system=None, force_terminal=False, highlight=False, soft_wrap=False)
+        con.print(Text(f"Feedback for {student} (torchcode grade, seed {seed})"), soft_wrap=True)
+        for e in mine:
+            con.print(Text(f"\n== {e.problem} " + "=" * max(0, 90 - len(e.problem))))
+            if e.row is None:
+                con.print(Text(f"no {e.problem}.py was submitted" if e.verdict == MISSING else
+                               f"{e.problem}.py was not graded" + (f": {e.note}" if e.note else "")))
+            elif mode == "summary":
+                label = verdict_label(e.row.verdict)[1]
+                con.print(Text(f"{label}  {e.problem}  {e.row.passed}/{e.row.total} cases"))
+            else:
+                render(con, Report.from_dict(e.row.report), display_file=f"{e.problem}.py")
+        (folder / f"{_safe(student)}.txt").write_text(buf.getvalue(), encoding="utf-8")
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_.@" else "_" for c in name) or "_"
+
+
+def summary(con: Console, entries: list[Entry], problems: list[str], *, most: int = 8) -> None:
+    """Pass rate per problem, then the hidden cases the class failed most."""
+    t = Table(title="Class summary", title_justify="left")
+    for col, just in (("problem", "left"), ("submitted", "right"), ("accepted", "right"), ("pass rate", "right"),
+                      ("mean score", "right"), ("most common failure", "left")):
+        t.add_column(col, justify=just, no_wrap=True, overflow="ellipsis")
+    failed_cases: Counter = Counter()
+    ran_cases: Counter = Counter()
+    targets: dict[tuple[str, str], str] = {}
+    for p in problems:
+        mine = [e for e in entries if e.problem == p]
+        graded = [e for e in mine if e.row]
+        submitted = [e for e in mine if e.verdict != MISSING]
+        ok = sum(e.row.verdict == "accepted" for e in graded)
+        fails = Counter(e.row.verdict for e in graded if e.row.verdict != "accepted")
+        worst = fails.most_common(1)
+        mean = sum(e.row.score for e in graded) / len(graded) if graded else 0.0
+        t.add_row(p, str(len(submitted)), str(ok), f"{ok / len(graded):.0%}" if graded else "-", f"{mean:.2f}",
+                  f"{verdict_label(worst[0][0])[1]} ({worst[0][1]})" if worst else "")
+        for e in graded:
+            for c in e.row.report.get("cases", []):
+                if c["verdict"] == "not_run":
+                    continue
+                key = (p, c["name"])
+                ran_cases[key] += 1
+                targets[key] = c.get("targets", "")
+                if c["verdict"] != "accepted":
+                    failed_cases[key] += 1
+    con.print(t)
+    if failed_cases:
+        f = Table(title="Cases the class failed most", title_justify="left")
+        for col in ("problem", "case", "failed", "what it checks"):
+            f.add_column(col, justify="right" if col == "failed" else "left", no_wrap=True, overflow="ellipsis",
+                         ratio=1 if col == "what it checks" else None)
+        for (p, name), n in failed_cases.most_common(most):
+            f.add_row(p, name, f"{n}/{ran_cases[(p, name)]}", inert(targets[(p, name)]))
+        con.print(f)

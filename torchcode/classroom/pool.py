@@ -1,0 +1,144 @@
+"""A local pool: N warm grading sessions, one thread each, fed from one queue.
+
+Each session is its own process (torch imported once, a zygote forked once), so a submission
+costs only its own cases. ``results()`` yields in the calling thread as grades finish; the
+caller writes the gradebook there. ``close()`` (also on Ctrl-C) cancels the grades in flight
+and ends every session process.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from torchcode.classroom.discover import Submission
+from torchcode.errors import GraderError, UsageError
+
+_DONE = object()
+
+
+@dataclass
+class Outcome:
+    """What came back for one submission: a report (as ``Report.to_dict()``), or why there is none."""
+
+    submission: Submission
+    report: dict | None = None
+    error: str = ""
+
+
+class LocalPool:
+    backend = "local"
+
+    def __init__(self, workers: int, problems_dirs: list[Path] | None, limits, device: str,
+                 problems: list[str] = ()):
+        self.workers = max(1, workers)
+        self._args = dict(problems_dirs=problems_dirs, limits=limits, device=device)
+        self._problems = list(problems)
+        self.sessions: list = []
+        self._threads: list[threading.Thread] = []
+        self._stop = threading.Event()
+        self.device = "cpu"
+
+    @property
+    def started(self) -> bool:
+        return bool(self.sessions)
+
+    def start(self) -> None:
+        """Start the sessions (in parallel: each imports torch in its own process)."""
+        from torchcode.session import Session
+
+        self.sessions = [Session(**self._args) for _ in range(self.workers)]
+        errors: list[BaseException] = []
+
+        def up(s):
+            try:
+                s.start()
+                if self._problems:
+                    s.warm(self._problems)
+            except BaseException as e:  # reported below, in the calling thread
+                errors.append(e)
+
+        threads = [threading.Thread(target=up, args=(s,), daemon=True) for s in self.sessions]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            self.close()
+            raise errors[0]
+        self.device = self.sessions[0].device
+
+    def results(self, jobs: list[Submission], seed: int, dtypes: dict) -> Iterator[Outcome]:
+        """Grade ``jobs`` (``dtypes``: problem -> the dtypes to grade it in, None for the device's default)."""
+        todo: queue.Queue = queue.Queue()
+        for job in jobs:
+            todo.put(job)
+        done: queue.Queue = queue.Queue()
+        self._threads = [threading.Thread(target=self._work, args=(s, todo, done, seed, dtypes), daemon=True)
+                         for s in self.sessions]
+        for t in self._threads:
+            t.start()
+        left, alive = len(jobs), len(self._threads)
+        while left and alive:
+            item = done.get()
+            if item is _DONE:
+                alive -= 1
+                continue
+            left -= 1
+            yield item
+
+    def _work(self, session, todo: queue.Queue, done: queue.Queue, seed: int, dtypes) -> None:
+        try:
+            while not self._stop.is_set():
+                try:
+                    job = todo.get_nowait()
+                except queue.Empty:
+                    return
+                done.put(grade_one(session, job, seed, dtypes, self._stop))
+        finally:
+            done.put(_DONE)
+
+    def close(self) -> None:
+        self._stop.set()
+        for s in self.sessions:
+            try:
+                s.cancel()
+            except Exception:
+                pass
+        for t in self._threads:
+            t.join(timeout=30)
+        for s in self.sessions:
+            s.close()
+        self.sessions = []
+
+
+def grade_one(session, job: Submission, seed: int, dtypes: dict, stop: threading.Event | None = None,
+              path: Path | None = None) -> Outcome:
+    """Grade one submission; a grader failure is retried once (the session restarts itself), then
+    reported as no result (never a verdict on the student's code)."""
+    from torchcode.session import Cancelled
+
+    error = ""
+    for _ in range(2):
+        if stop is not None and stop.is_set():
+            return Outcome(job, error="stopped")
+        try:
+            graded = Path(path or job.path).resolve()
+            report = session.grade(job.problem, path=str(graded), seed=seed, dtypes=dtypes.get(job.problem))
+            return Outcome(job, report=relabel(report.to_dict(), graded, f"{job.problem}.py"))
+        except Cancelled:
+            return Outcome(job, error="stopped")
+        except (GraderError, UsageError) as e:
+            error = getattr(e, "cause", None) or str(e)
+    return Outcome(job, error=error)
+
+
+def relabel(report: dict, path: Path, shown: str) -> dict:
+    """The report with the graded file's path (the instructor's folder, a temporary copy) written as
+    ``shown``, the name the student knows: in messages, tracebacks and the file field alike."""
+    text = json.dumps(report)
+    return json.loads(text.replace(json.dumps(str(path))[1:-1], shown))

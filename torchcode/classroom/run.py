@@ -1,0 +1,206 @@
+"""One class run: find the submissions, skip what the gradebook already holds, grade the rest on a
+pool of warm sessions (local or Ray), commit each result as it arrives, write the outputs.
+
+Ctrl-C keeps every result committed so far (and writes the outputs for them); the CLI then says
+"interrupted" and exits 130. Rerunning the same command grades only what is left.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+
+from torchcode.catalog import Catalog
+from torchcode.classroom import feedback as fb
+from torchcode.classroom.discover import Discovery, discover
+from torchcode.classroom.gradebook import Gradebook, Row, fingerprint, score
+from torchcode.commands import interrupts
+from torchcode.commands.check import _dtypes
+from torchcode.errors import UsageError
+from torchcode.progress import SEED_MAX, SEED_MIN
+from torchcode.render.terminal import inert
+
+
+@dataclass
+class Options:
+    submissions: Path
+    out: Path
+    problems: list[str] | None = None
+    workers: int | None = None
+    seed: int | None = None
+    feedback: str = "full"
+    limits: object = None  # torchcode.grader.limits.Limits
+    dtypes: list[str] | None = None
+    problems_dirs: list[Path] | None = None
+    ray: bool = False
+    ray_address: str | None = None
+    bench: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+def run(opts: Options, cat: Catalog, con: Console) -> int:
+    problems = _problems(cat, opts.problems)
+    if opts.feedback not in fb.FEEDBACK_MODES:
+        raise UsageError(f"--feedback must be one of {', '.join(fb.FEEDBACK_MODES)}, not {opts.feedback!r}")
+    if opts.seed is not None and not SEED_MIN <= opts.seed <= SEED_MAX:
+        raise UsageError(f"--seed must be a whole number from {SEED_MIN} to {SEED_MAX}, not {opts.seed}")
+    if opts.workers is not None and opts.workers < 1:
+        raise UsageError(f"--workers must be at least 1, not {opts.workers}")
+    with tempfile.TemporaryDirectory(prefix="torchcode-grade-") as unpack, Gradebook(opts.out) as book:
+        found = discover(opts.submissions, problems, Path(unpack) / "unpacked")
+        if not found.submissions:
+            raise UsageError(f"no submissions in {opts.submissions}: it should hold one folder per student with "
+                             f"PROBLEM.py files for {', '.join(problems)} (the files `torchcode start` writes)")
+        seed = _seed(opts.seed, book, con)
+        _header(con, found, problems, seed)
+        return _grade(opts, cat, con, book, found, problems, seed)
+
+
+def _grade(opts: Options, cat: Catalog, con: Console, book: Gradebook, found: Discovery, problems: list[str], seed: int) -> int:
+    used = sorted({s.problem for s in found.submissions})
+    for p in used:
+        _dtypes(cat.get(p), opts.dtypes)  # a bad --dtype is refused before anything starts
+    pool = _pool(opts, used)
+    run_id, graded, errors, status, fps, entries = None, 0, {}, "interrupted", {}, []
+    interrupts.message = f"interrupted: the results graded so far are kept in {book.path}; run the same command again to grade the rest"
+    try:
+        device = opts.limits.device if opts.limits.device in ("cpu", "cuda") else None
+        if device is None:  # "auto": what it means here is known once a session is up
+            pool.start()
+            device = pool.device
+        dtypes = {p: _dtypes(cat.get(p), opts.dtypes) for p in used}
+        settings = {"device": device, "dtypes": opts.dtypes or "default", "limits": _limits(opts.limits)}
+        fps = {p: fingerprint(cat.get(p), settings) for p in used}
+        jobs = [s for s in found.submissions if not book.is_current(s.student, s.problem, s.sha256, fps[s.problem], seed)]
+        if jobs and not pool.started:
+            pool.start()
+        skipped = len(found.submissions) - len(jobs)
+        con.print(f"{len(jobs)} to grade" + (f", {skipped} already graded (unchanged)" if skipped else "")
+                  + (f" on {pool.workers} {pool.backend} worker{'s' * (pool.workers != 1)} ({device})" if jobs else ""),
+                  highlight=False)
+        run_id = book.start_run(seed, pool.backend, pool.workers, skipped)
+        with _progress(con, len(jobs)) as advance:
+            for outcome in pool.results(jobs, seed, dtypes):
+                sub = outcome.submission
+                if outcome.report is None:
+                    errors[sub.key] = outcome.error
+                else:
+                    rep = dict(outcome.report, file=f"{sub.student}/{sub.problem}.py")
+                    row = Row(sub.student, sub.problem, rep.get("sha256") or sub.sha256, fps[sub.problem], seed,
+                              rep["verdict"], rep["cases_passed"], rep["cases_total"],
+                              score(rep["cases_passed"], rep["cases_total"], rep["verdict"]), rep["seconds"], rep)
+                    with interrupts.deferred():  # a result is committed whole or not at all
+                        book.put(row, run_id)
+                    graded += 1
+                advance(sub)
+        status = "done" if not errors else "incomplete"
+    finally:
+        with interrupts.deferred():
+            pool.close()
+            if run_id is not None:  # what is done is written out, also when the run was stopped
+                book.finish_run(run_id, graded, status)
+                entries = _entries(book, found, problems, seed, fps, errors)
+                fb.write_all(opts.out, entries, seed=seed, problems=problems, unknown=found.unknown,
+                             feedback=opts.feedback, bench=opts.bench, status=status)
+    fb.summary(con, entries, problems)
+    for (student, problem), why in sorted(errors.items()):
+        con.print(f"not graded: {inert(student)}/{problem}.py: {inert(why)}", highlight=False, markup=False)
+    con.print(f"Wrote {opts.out / 'grades.csv'}, grades.json"
+              + (f" and feedback/ ({opts.feedback})" if opts.feedback != "none" else "")
+              + f". Seed {seed}: rerun with --seed {seed} to grade on the same hidden inputs.", highlight=False, markup=False)
+    return 1 if errors else 0
+
+
+def _pool(opts: Options, problems: list[str]):
+    workers = opts.workers or os.cpu_count() or 1
+    if opts.ray or opts.ray_address:
+        from torchcode.classroom.ray_pool import RayPool
+
+        return RayPool(workers, opts.ray_address, opts.problems_dirs, opts.limits, opts.limits.device, problems)
+    from torchcode.classroom.pool import LocalPool
+
+    return LocalPool(workers, opts.problems_dirs, opts.limits, opts.limits.device, problems)
+
+
+def _entries(book: Gradebook, found: Discovery, problems: list[str], seed: int, fps: dict, errors: dict) -> list[fb.Entry]:
+    rows = {(r.student, r.problem): r for r in book.rows()}
+    subs = {s.key: s for s in found.submissions}
+    entries = []
+    for student in found.students:
+        for p in problems:
+            sub, row = subs.get((student, p)), rows.get((student, p))
+            current = (sub is not None and row is not None and row.sha256 == sub.sha256 and row.seed == seed
+                       and row.fingerprint == fps.get(p))
+            entries.append(fb.Entry(student, p, row if current else None, sub.sha256 if sub else "",
+                                    errors.get((student, p), "")))
+    fb.rank(entries)
+    return entries
+
+
+def _problems(cat: Catalog, asked: list[str] | None) -> list[str]:
+    if not asked:
+        return cat.ids()
+    names = [p for item in asked for p in item.split(",") if p.strip()]
+    for p in names:
+        cat.get(p.strip())  # an unknown id is a ProblemNotFound with suggestions
+    return list(dict.fromkeys(p.strip() for p in names))
+
+
+def _seed(asked: int | None, book: Gradebook, con: Console) -> int:
+    stored = book.seed()
+    seed = asked if asked is not None else stored if stored is not None else secrets.randbelow(2**31)
+    if stored is not None and seed != stored:
+        con.print(f"The seed changes from {stored} to {seed}: every submission is graded again.", highlight=False)
+    if seed != stored:
+        book.set_seed(seed)
+    return seed
+
+
+def _header(con: Console, found: Discovery, problems: list[str], seed: int) -> None:
+    con.print(f"{len(found.students)} students, {len(found.submissions)} submissions for {len(problems)} "
+              f"problem{'s' * (len(problems) != 1)}; seed {seed} (every student gets the same hidden inputs)",
+              highlight=False)
+    if found.unknown:
+        con.print(f"{len(found.unknown)} files or folders are not submissions (skipped):", highlight=False)
+        for u in found.unknown:
+            con.print(f"  {inert(u)}", highlight=False, markup=False)
+
+
+def _limits(limits) -> dict:
+    from dataclasses import asdict
+
+    d = asdict(limits) if limits is not None else {}
+    d.pop("device", None)  # the resolved device is in the settings itself
+    return d
+
+
+class _progress:
+    """A progress bar with ETA on a terminal; nothing otherwise."""
+
+    def __init__(self, con: Console, total: int):
+        self.con, self.total, self.bar = con, total, None
+
+    def __enter__(self):
+        if self.con.is_terminal and self.total:
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                                       TimeRemainingColumn)
+
+            self.bar = Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                                TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.description}"),
+                                console=self.con, transient=False)
+            self.bar.start()
+            self.task = self.bar.add_task("", total=self.total)
+        return self.advance
+
+    def advance(self, sub) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, advance=1, description=inert(f"{sub.student}/{sub.problem}.py"))
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.stop()
