@@ -40,7 +40,7 @@ class GradingActor:
         for n, blob in enumerate(packs):
             dest = self.tmp / f"pack{n}"
             with tarfile.open(fileobj=io.BytesIO(blob)) as tar:
-                tar.extractall(dest, filter="data")
+                _extract(tar, dest)
             dirs.append(dest)
         self.session = Session(problems_dirs=dirs, limits=Limits(**limits), device=device)
         self.session.start()
@@ -168,6 +168,16 @@ def _tar(pack: Path) -> bytes:
             if (pack / sub).is_dir():
                 tar.add(pack / sub, arcname=sub, filter=lambda t: None if "__pycache__" in t.name else t)
     return buf.getvalue()
+
+
+def _extract(tar: tarfile.TarFile, dest: Path) -> None:
+    """Unpack a pack archive: plain files and folders inside ``dest`` only."""
+    if hasattr(tarfile, "data_filter"):  # Python 3.11.4+
+        tar.extractall(dest, filter="data")
+        return
+    safe = [m for m in tar.getmembers() if (m.isfile() or m.isdir()) and not m.name.startswith("/")
+            and ".." not in Path(m.name).parts]
+    tar.extractall(dest, members=safe)
 
 
 def _safe(name: str) -> str:

@@ -51,6 +51,8 @@ def run(opts: Options, cat: Catalog, con: Console) -> int:
         raise UsageError(f"--seed must be a whole number from {SEED_MIN} to {SEED_MAX}, not {opts.seed}")
     if opts.workers is not None and opts.workers < 1:
         raise UsageError(f"--workers must be at least 1, not {opts.workers}")
+    for p in problems:
+        _dtypes(cat.get(p), opts.dtypes)  # a --dtype a problem does not declare is refused before anything starts
     with tempfile.TemporaryDirectory(prefix="torchcode-grade-") as unpack, Gradebook(opts.out) as book:
         found = discover(opts.submissions, problems, Path(unpack) / "unpacked")
         if not found.submissions:
@@ -63,8 +65,6 @@ def run(opts: Options, cat: Catalog, con: Console) -> int:
 
 def _grade(opts: Options, cat: Catalog, con: Console, book: Gradebook, found: Discovery, problems: list[str], seed: int) -> int:
     used = sorted({s.problem for s in found.submissions})
-    for p in used:
-        _dtypes(cat.get(p), opts.dtypes)  # a bad --dtype is refused before anything starts
     pool = _pool(opts, used)
     run_id, graded, errors, status, fps, entries = None, 0, {}, "interrupted", {}, []
     interrupts.message = f"interrupted: the results graded so far are kept in {book.path}; run the same command again to grade the rest"

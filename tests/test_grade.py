@@ -1,0 +1,302 @@
+"""`torchcode grade`: a whole class on a pool of warm grading sessions, locally and through Ray.
+
+The fixture class (tests/fixtures/classroom/class) has correct, wrong, crashing and hostile
+submissions to three problems; each file's `# expect:` line is its verdict. Every CLI run here
+is a real `torchcode grade` process with real sessions, workers and SQLite files.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, expected_verdict
+from torchcode.classroom.discover import discover
+from torchcode.grader import confine
+
+CLASS = FIXTURES / "classroom" / "class"
+PROBLEMS = ["sdpa", "repeat_kv", "causal_attention"]
+PROBLEM_ARGS = ["--problems", ",".join(PROBLEMS)]
+CONFINABLE = sys.platform == "linux" and confine._abi() >= 1
+SEED = "424242"
+
+
+def expected_sheet() -> dict[tuple[str, str], str]:
+    """(student, problem) -> verdict, from the fixture files; 'missing' where a student has no file."""
+    sheet = {}
+    for student in sorted(p.name for p in CLASS.iterdir() if p.is_dir()):
+        for problem in PROBLEMS:
+            f = CLASS / student / f"{problem}.py"
+            if not f.is_file():
+                sheet[(student, problem)] = "missing"
+            elif "# needs: confinement" in f.read_text() and not CONFINABLE:
+                sheet[(student, problem)] = "not_graded"  # it kills the session: no verdict, ever
+            else:
+                sheet[(student, problem)] = expected_verdict(f)
+    return sheet
+
+
+def grades(out: Path) -> dict[tuple[str, str], dict]:
+    with (out / "grades.csv").open(newline="") as f:
+        return {(r["student"], r["problem"]): r for r in csv.DictReader(f)}
+
+
+def gradebook_rows(out: Path) -> list[tuple]:
+    with sqlite3.connect(out / "gradebook.sqlite3") as conn:
+        return conn.execute("SELECT student, problem, sha256, seed, verdict FROM results ORDER BY 1, 2").fetchall()
+
+
+def grade_cli(*args: str, home: Path, cwd: Path, timeout: float = 180) -> subprocess.CompletedProcess:
+    exe = shutil.which("torchcode")
+    cmd = [exe] if exe else [sys.executable, "-m", "torchcode"]
+    env = {**os.environ, "COLUMNS": "160", "NO_COLOR": "1", "TORCHCODE_HOME": str(home)}
+    env.pop("TORCHCODE_PROBLEMS", None)
+    return subprocess.run([*cmd, "grade", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+
+
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory):
+    """The fixture class graded once on the local pool (2 workers), shared by the tests below."""
+    base = tmp_path_factory.mktemp("local")
+    out = base / "out"
+    p = grade_cli(str(CLASS), *PROBLEM_ARGS, "--out", str(out), "--workers", "2", "--seed", SEED, "--device", "cpu",
+                  home=base / "home", cwd=base)
+    return p, out
+
+
+# -- finding the submissions ---------------------------------------------------------------------
+def test_discover_lists_submissions_and_unknown_files(tmp_path):
+    found = discover(CLASS, PROBLEMS, tmp_path / "unpacked")
+    assert found.root == CLASS
+    assert found.students == ["alice", "bob", "carol", "dave", "erin"]
+    wanted = {k for k, v in expected_sheet().items() if v != "missing"}
+    assert {s.key for s in found.submissions} == wanted
+    unknown = {u.split(":")[0] for u in found.unknown}
+    assert unknown == {"README.txt", "erin/notes.txt", "erin/gqa_draft.py"}
+
+
+def test_zip_is_unpacked_safely_through_wrapper_folders(tmp_path):
+    archive = tmp_path / "export.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        for f in CLASS.rglob("*.py"):
+            z.write(f, "export/class/" + f.relative_to(CLASS).as_posix())
+        z.writestr("__MACOSX/export/._alice", "junk")
+        z.writestr("../escaped.py", "print('outside')")
+        z.writestr("/abs/evil.py", "print('absolute')")
+        link = zipfile.ZipInfo("export/class/bob/link.py")
+        link.external_attr = (0o120777 << 16)
+        z.writestr(link, "/etc/passwd")
+    dest = tmp_path / "sandbox" / "unpacked"
+    found = discover(archive, PROBLEMS, dest)
+    assert found.root == dest / "export" / "class"
+    assert {s.key for s in found.submissions} == {k for k, v in expected_sheet().items() if v != "missing"}
+    assert not (tmp_path / "sandbox" / "escaped.py").exists() and not (tmp_path / "escaped.py").exists()
+    assert sorted(u.split(":")[0] for u in found.unknown if "skipped" in u) == ["../escaped.py", "/abs/evil.py",
+                                                                               "export/class/bob/link.py"]
+    assert not (found.root / "bob" / "link.py").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["nowhere"], "no such folder or zip"),
+    (["notes.txt"], "neither a folder nor a zip"),
+    (["empty"], "no submissions in empty"),
+    ([str(CLASS), "--problems", "sdpaa"], "Did you mean: sdpa"),
+    ([str(CLASS), "--feedback", "all"], "--feedback must be one of full, summary, none"),
+    ([str(CLASS), "--workers", "0"], "--workers must be at least 1"),
+    ([str(CLASS), "--problems", "rope", "--dtype", "float16"], "rope is not graded in float16"),
+])
+def test_bad_input_is_one_message(tmp_path, args, message):
+    (tmp_path / "notes.txt").write_text("hello")
+    (tmp_path / "empty").mkdir()
+    p = grade_cli(*args, "--out", "out", home=tmp_path / "home", cwd=tmp_path, timeout=60)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert message in p.stderr and "Traceback" not in p.stderr
+
+
+# -- the local pool ---------------------------------------------------------------------------------
+def test_class_graded_with_csv_json_feedback_and_summary(local_run):
+    p, out = local_run
+    want = expected_sheet()
+    assert p.returncode == (1 if "not_graded" in want.values() else 0), p.stdout + p.stderr
+    sheet = grades(out)
+    assert {k: r["verdict"] for k, r in sheet.items()} == want
+    for (student, problem), r in sheet.items():
+        if r["verdict"] == "accepted":
+            assert r["cases_passed"] == r["cases_total"] and float(r["score"]) == 1.0
+        if r["verdict"] not in ("missing", "not_graded"):
+            f = CLASS / student / f"{problem}.py"
+            import hashlib
+
+            assert r["sha256"] == hashlib.sha256(f.read_bytes()).hexdigest()
+            assert float(r["seconds"]) > 0 and 0 <= float(r["score"]) <= 1
+    assert sheet[("bob", "repeat_kv")]["verdict"] == "wrong_answer" and 0 < float(sheet[("bob", "repeat_kv")]["score"]) < 1
+
+    doc = json.loads((out / "grades.json").read_text())
+    assert doc["seed"] == int(SEED) and doc["status"] in ("done", "incomplete")
+    assert all(r["report"]["seed"] == int(SEED) for r in doc["results"] if "report" in r)
+    assert any("notes.txt" in u for u in doc["unknown_files"])
+
+    # feedback: the report check shows, under the name the student knows, never the instructor's paths
+    bob = (out / "feedback" / "bob.txt").read_text()
+    assert "Wrong answer  sdpa  sdpa.py" in bob and "max abs err" in bob
+    assert f"torchcode check sdpa.py --problem sdpa --seed {SEED}" in bob
+    erin = (out / "feedback" / "erin.txt").read_text()
+    assert "no repeat_kv.py was submitted" in erin and "expected ':'" in erin
+    assert not any(str(CLASS) in (out / "feedback" / f).read_text() for f in os.listdir(out / "feedback"))
+
+    # the terminal: unknown files listed, the seed, the summary with pass rates and the failed cases
+    assert "erin/notes.txt: not a .py file" in p.stdout and "README.txt: not a student folder" in p.stdout
+    assert f"seed {SEED}" in p.stdout and "14 to grade on 2 local workers (cpu)" in p.stdout
+    assert "Class summary" in p.stdout and "Cases the class failed most" in p.stdout
+    sdpa_line = next(line for line in p.stdout.splitlines() if line.startswith("│ sdpa "))
+    accepted = sum(v == "accepted" for (s, pr), v in want.items() if pr == "sdpa")
+    assert f"{accepted / 5:.0%}" in sdpa_line
+
+
+def test_rerun_grades_only_what_changed(local_run, tmp_path):
+    _, out = local_run
+    work = tmp_path / "class"
+    shutil.copytree(CLASS, work)
+    out2 = tmp_path / "out"
+    shutil.copytree(out, out2)
+    before = gradebook_rows(out2)
+    args = [str(work), *PROBLEM_ARGS, "--out", str(out2), "--device", "cpu"]
+
+    p = grade_cli(*args, home=tmp_path / "home", cwd=tmp_path)  # same files, no --seed: the gradebook's seed
+    assert "0 to grade, 14 already graded (unchanged)" in p.stdout, p.stdout + p.stderr
+    assert f"seed {SEED}" in p.stdout and gradebook_rows(out2) == before
+    assert {k: r["verdict"] for k, r in grades(out2).items()} == expected_sheet()
+
+    shutil.copy(CLASS / "alice" / "sdpa.py", work / "bob" / "sdpa.py")  # bob fixes sdpa
+    p = grade_cli(*args, "--feedback", "summary", "--workers", "1", home=tmp_path / "home", cwd=tmp_path)
+    assert "1 to grade, 13 already graded (unchanged)" in p.stdout, p.stdout + p.stderr
+    assert grades(out2)[("bob", "sdpa")]["verdict"] == "accepted"
+    assert [r for r in gradebook_rows(out2) if r[:2] != ("bob", "sdpa")] == [r for r in before if r[:2] != ("bob", "sdpa")]
+    bob = (out2 / "feedback" / "bob.txt").read_text()
+    assert "Accepted  sdpa  12/12 cases" in bob and "max abs err" not in bob  # summary: verdicts only
+
+    # the same class as a zip (an LMS export, wrapped in a folder), one problem, a new seed: graded again
+    archive = tmp_path / "class.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        for f in work.rglob("*"):
+            if f.is_file():
+                z.write(f, "lms-export/" + f.relative_to(work).as_posix())
+    feedback_before = (out2 / "feedback" / "bob.txt").read_text()
+    p = grade_cli(str(archive), "--problems", "repeat_kv", "--out", str(out2), "--seed", "7", "--device", "cpu",
+                  "--workers", "2", "--feedback", "none", home=tmp_path / "home", cwd=tmp_path)
+    assert "The seed changes from 424242 to 7" in p.stdout and "4 to grade" in p.stdout, p.stdout + p.stderr
+    assert "lms-export/erin/notes.txt: not a .py file" in p.stdout
+    assert {r[3] for r in gradebook_rows(out2) if r[1] == "repeat_kv"} == {7}
+    want = {k: v for k, v in expected_sheet().items() if k[1] == "repeat_kv"}
+    assert {k: r["verdict"] for k, r in grades(out2).items()} == want
+    assert (out2 / "feedback" / "bob.txt").read_text() == feedback_before  # --feedback none writes none
+
+
+def _children(pid: int) -> set[int]:
+    found, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        for task in Path(f"/proc/{p}/task").glob("*"):
+            try:
+                kids = [int(k) for k in (task / "children").read_text().split()]
+            except OSError:
+                continue
+            found.update(kids)
+            todo.extend(kids)
+    return found
+
+
+def test_ctrl_c_keeps_what_is_done_and_the_rerun_finishes(tmp_path):
+    N = 4
+    work = tmp_path / "class"
+    slow = ("import time\n\n\ndef repeat_kv(x, n_rep):\n    time.sleep(0.1)\n    B, S, H, D = x.shape\n"
+            "    return x[:, :, :, None, :].expand(B, S, H, n_rep, D).reshape(B, S, H * n_rep, D)\n")
+    for n in range(N):
+        (work / f"s{n}").mkdir(parents=True)
+        (work / f"s{n}" / "repeat_kv.py").write_text(slow)
+    out = tmp_path / "out"
+    exe = shutil.which("torchcode")
+    cmd = [exe] if exe else [sys.executable, "-m", "torchcode"]
+    env = {**os.environ, "TORCHCODE_HOME": str(tmp_path / "home"), "NO_COLOR": "1"}
+    proc = subprocess.Popen([*cmd, "grade", str(work), "--problems", "repeat_kv", "--out", str(out), "--workers", "1",
+                             "--device", "cpu"], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, stdin=subprocess.DEVNULL)
+    try:
+        deadline, kids = time.monotonic() + 120, set()
+        while time.monotonic() < deadline:
+            kids |= _children(proc.pid)
+            if (out / "gradebook.sqlite3").exists() and len(gradebook_rows(out)) >= 1:
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail("no result reached the gradebook")
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stdout + stderr
+    assert "interrupted: the results graded so far are kept in" in stderr and "Traceback" not in stderr
+    kept = gradebook_rows(out)
+    assert 1 <= len(kept) < N and {r[4] for r in kept} == {"accepted"}
+    sheet = grades(out)  # written for what is done
+    assert sum(r["verdict"] == "accepted" for r in sheet.values()) == len(kept)
+    assert sum(r["verdict"] == "not_graded" for r in sheet.values()) == N - len(kept)
+    time.sleep(0.5)
+    assert kids and not [k for k in kids if Path(f"/proc/{k}").exists()], "a session process was left running"
+
+    p = grade_cli(str(work), "--problems", "repeat_kv", "--out", str(out), "--workers", "2", "--device", "cpu",
+                  home=tmp_path / "home", cwd=tmp_path)
+    assert f"{N - len(kept)} to grade, {len(kept)} already graded" in p.stdout, p.stdout + p.stderr
+    assert set(kept) <= set(gradebook_rows(out))  # the rows kept were not graded again
+    assert {r["verdict"] for r in grades(out).values()} == {"accepted"}
+
+
+# -- Ray ----------------------------------------------------------------------------------------------
+def test_ray_results_equal_the_local_pool(local_run, tmp_path):
+    """A real local Ray cluster (ray.init with 2 CPUs, two actors, one session each) grades the class,
+    plus a problem from an extra pack that travels to the actors."""
+    pytest.importorskip("ray", reason="the Ray test needs `pip install -e '.[test]'` (Ray is in the test extra)")
+    _, local_out = local_run
+    pack = FIXTURES / "course_pack"
+    work = tmp_path / "class"
+    shutil.copytree(CLASS, work)
+    shutil.copy(pack / "solutions" / "good_attention.py", work / "alice" / "good_attention.py")
+    shutil.copy(pack / "problems" / "good_attention" / "wrong" / "missing_scale.py", work / "bob" / "good_attention.py")
+    out = tmp_path / "out"
+    p = grade_cli(str(work), "--problems", ",".join(PROBLEMS + ["good_attention"]), "--problems-dir", str(pack),
+                  "--out", str(out), "--workers", "2", "--seed", SEED, "--device", "cpu", "--ray",
+                  home=tmp_path / "home", cwd=tmp_path, timeout=300)
+    assert "16 to grade on 2 Ray workers (cpu)" in p.stdout, p.stdout + p.stderr
+    assert "Traceback" not in p.stderr
+
+    def comparable(sheet):
+        return {k: {c: v for c, v in r.items() if c != "seconds"} for k, r in sheet.items() if k[1] in PROBLEMS}
+
+    ray_sheet = grades(out)
+    assert comparable(ray_sheet) == comparable(grades(local_out))
+    assert ray_sheet[("alice", "good_attention")]["verdict"] == "accepted"
+    assert ray_sheet[("bob", "good_attention")]["verdict"] == "wrong_answer"
+    assert ray_sheet[("carol", "good_attention")]["verdict"] == "missing"
+
+    def cases(d):
+        return {(r["student"], r["problem"]): [(c["name"], c["verdict"]) for c in r.get("cases", [])]
+                for r in d["results"] if r["problem"] in PROBLEMS}
+
+    assert cases(json.loads((out / "grades.json").read_text())) == cases(json.loads((local_out / "grades.json").read_text()))
+    ray_bob = (out / "feedback" / "bob.txt").read_text()
+    local_bob = (local_out / "feedback" / "bob.txt").read_text()
+    assert ray_bob.split("== good_attention")[0].count("Wrong answer") == local_bob.count("Wrong answer") > 0
+    assert "Wrong answer  good_attention  good_attention.py" in ray_bob
