@@ -134,6 +134,7 @@ def test_a_hostile_cell_never_reaches_the_kernel(workdir, torchcode_home, jupyte
     nb = nbformat.v4.new_notebook()
     nb.cells = [
         _code("%load_ext torchcode"),
+        _code("%torchcode hint"),  # nothing graded yet: which problem?
         _code("%%torchcode gqa\n" + HOSTILE),
         _code("import builtins, sys\nprint('tampered:', hasattr(builtins, 'TAMPERED'), 'torch' in sys.modules)"),
         _code("%%torchcode gqa\n" + RIGHT),  # the kernel and its session still grade
@@ -141,13 +142,17 @@ def test_a_hostile_cell_never_reaches_the_kernel(workdir, torchcode_home, jupyte
         _code("%torchcode frobnicate"),
         _code("%%torchcode gqa\nimport torch\n\nclass GroupQueryAttention(torch.nn.Module:\n    pass\n"),
         _code("%%torchcode gqa\n" + RIGHT.replace("    def forward(self, x):\n", "    def forward(self, x):\n        1 / 0\n")),
+        _code("%torchcode hint"),
     ]
     _execute(nb, workdir)
+    assert "error: which problem?" in _text(nb.cells.pop(1))
     syntax, runtime = _text(nb.cells[6]), _text(nb.cells[7])
     assert "Syntax error" in syntax and "this cell, line 4, column 42" in syntax, syntax  # lines as the cell shows them
     line = RIGHT.splitlines().index("    def forward(self, x):") + 3
     assert "Runtime error" in runtime and f'File "this cell", line {line}, in forward' in runtime, runtime
     assert "torchcode-src" not in syntax + runtime
+    hint = _text(nb.cells[8])
+    assert "Hint 1 of 3" in hint, hint  # the problem of the last graded cell
     assert "tampered: False False" in _text(nb.cells[2]), _text(nb.cells[2])
     assert "Accepted" in _text(nb.cells[3]), _text(nb.cells[3])
     assert "error: no problem named 'nosuch'" in _text(nb.cells[4]) and "Traceback" not in _text(nb.cells[4])

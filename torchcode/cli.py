@@ -124,7 +124,7 @@ def watch(target: Annotated[Optional[str], typer.Argument(
           device: Annotated[str, typer.Option(help="auto (CUDA when available), cpu or cuda.")] = "auto",
           dtype: Annotated[Optional[list[str]], typer.Option(help="Grade in this dtype (repeatable; 'all'), as for check.")] = None,
           problems_dir: PacksOpt = None):
-    """Re-grade your solution every time you save it (a warm grader: results in a fraction of a second). Ctrl-C stops."""
+    """Re-grade your solution every time you save it, in a warm grader (torch is not imported again). Ctrl-C stops."""
     from torchcode.commands import watch as cmd
     from torchcode.grader.limits import Limits
 

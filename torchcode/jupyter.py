@@ -1,8 +1,8 @@
 """Jupyter: ``%load_ext torchcode`` adds the ``%torchcode`` magics to an IPython kernel.
 
     %%torchcode gqa [--seed N] [--dtype D]   grade this cell's code (the cell is not run in the kernel)
-    %torchcode hint gqa                      reveal the next hint
-    %torchcode show gqa                      the statement, with its math
+    %torchcode hint [gqa] [--all]            reveal the next hint (default: the last graded cell's problem)
+    %torchcode show [gqa]                    the statement, with its math
     %torchcode status                        your progress
 
 Grading never runs in the kernel's process nor in a fork of it: a kernel that has run torch ops
@@ -22,9 +22,10 @@ import threading
 
 _session = None
 _session_lock = threading.Lock()
+_last_problem: str | None = None  # the problem of the last graded cell: hint and show default to it
 
 USAGE = ("usage: %%torchcode PROBLEM [--seed N] [--dtype D] (a cell to grade), "
-         "%torchcode hint PROBLEM [--all], %torchcode show PROBLEM, %torchcode status")
+         "%torchcode hint [PROBLEM] [--all], %torchcode show [PROBLEM], %torchcode status")
 
 
 def load(ipython) -> None:
@@ -72,15 +73,24 @@ def magic(line: str, cell: str | None = None):
         if not args:
             return _error(USAGE)
         command, rest = args[0], args[1:]
-        if command == "hint" and rest:
-            return _hint(rest[0], "--all" in rest[1:])
-        if command == "show" and len(rest) == 1:
-            return _show_statement(rest[0])
+        show_all = "--all" in rest
+        rest = [a for a in rest if a != "--all"] if command == "hint" else rest
+        if command in ("hint", "show") and len(rest) <= 1:
+            problem = rest[0] if rest else _default_problem(command)
+            return _hint(problem, show_all) if command == "hint" else _show_statement(problem)
         if command == "status" and not rest:
             return _status()
         return _error(USAGE)
     except TorchcodeError as e:
         return _error(str(e))
+
+
+def _default_problem(command: str) -> str:
+    from torchcode.errors import UsageError
+
+    if _last_problem is None:
+        raise UsageError(f"which problem? `%torchcode {command} PROBLEM` (no cell has been graded yet in this kernel)")
+    return _last_problem
 
 
 def _error(message: str) -> None:
@@ -120,8 +130,10 @@ def _grade(args: list[str], cell: str) -> None:
     from torchcode.commands.common import catalog, store
     from torchcode.errors import GraderError, StoreError
 
+    global _last_problem
     problem, seed, asked = _grade_args(args)
     spec = catalog(None).get(problem)
+    _last_problem = spec.id
     dtypes = _dtypes(spec, asked)
     handle = display(_Html(f"Grading {spec.id}: starting the grader…"), display_id=True)
 

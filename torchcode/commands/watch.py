@@ -27,7 +27,7 @@ from torchcode.errors import GraderError, StoreError, UsageError
 from torchcode.progress import SEED_MAX, SEED_MIN
 from torchcode.render import console, err_console
 
-STEP_MS = 50  # a burst of writes ends when the file has been quiet this long
+STEP_MS = 20  # a burst of writes ends when the file has been quiet this long
 SLOW = 0.5  # a case running longer than this is named on screen
 
 
