@@ -127,6 +127,15 @@ class Session:
         limit = self.limits.total_limit + 2 * self.limits.load_limit + SLACK
         return Report.from_dict(self._request(req, on_event, limit)["report"])
 
+    def bench(self, problem: str, path: Path | str, *, dtype: str = "float32", sizes: list[int] | None = None,
+              reps: int = 5) -> dict:
+        """Time an (accepted) kernel against the reference, as ``torchcode bench`` does: a
+        ``BenchReport.to_dict()``. Raises UsageError when the kernel fails or the problem has no
+        benchmark, GraderError and Cancelled as ``grade`` does."""
+        req = {"op": "bench", "problem": problem, "path": str(Path(path).resolve()), "source": None,
+               "dtype": dtype, "sizes": sizes, "reps": reps}
+        return self._request(req, None, 600.0 + SLACK)["bench"]
+
     def _request(self, req: dict, on_event, limit: float) -> dict:
         with self._lock:
             self._ensure()

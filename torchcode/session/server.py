@@ -9,9 +9,10 @@ confined worker from the zygote; the reference side of each problem is built onc
 Lines in:  {"op": "grade", "problem": ID, "path": FILE | null, "source": TEXT | null,
             "seed": N | null, "dtypes": [...] | null}
            {"op": "warm", "problems": [ID, ...]}
+           {"op": "bench", "problem": ID, "path": FILE, "dtype": D, "sizes": [...] | null, "reps": N}
 Lines out: {"ready": true, "device": "cpu", "pid": N}          (once, at start)
            {"event": {...}}                                      (progress of a grade)
-           {"report": {...}} | {"ok": true}                      (the answer)
+           {"report": {...}} | {"bench": {...}} | {"ok": true}     (the answer)
            {"error": {"kind": "usage" | "grader" | "cancelled" | "internal", "message": "..."}}
 
 SIGINT cancels the grade in flight (once per grade; ignored between grades). End of input, SIGTERM
@@ -106,6 +107,19 @@ def main() -> None:
                     # the next grade is most likely this one again: its worker and cases, ready before it comes
                     grader.spawn_ahead(spec, path, req.get("dtypes"))
                     grader.prepare_ahead(spec, req.get("dtypes"))
+                elif req.get("op") == "bench":  # an accepted kernel against the reference (torchcode.grader.bench)
+                    from torchcode.grader.bench import run_bench
+
+                    _raised = False
+                    _grading = True
+                    try:
+                        spec, path = _submission(_catalog(dirs), req, sources)
+                        grader.drop_ahead()  # nothing else runs while it is timed
+                        bench = run_bench(grader, spec, path, dtype=str(req.get("dtype") or "float32"),
+                                          sizes=req.get("sizes"), reps=int(req.get("reps") or 5))
+                    finally:
+                        _grading = False
+                    send({"bench": bench.to_dict()})
                 else:
                     send({"error": {"kind": "internal", "message": f"unknown request {req.get('op')!r}"}})
             except KeyboardInterrupt:
