@@ -80,8 +80,15 @@ def write_csv(path: Path, entries: list[Entry], bench: bool) -> None:
         w = csv.DictWriter(f, fieldnames=COLUMNS + (BENCH_COLUMNS if bench else []))
         w.writeheader()
         for e in entries:
-            w.writerow(e.record(bench))
+            w.writerow({k: _cell(v) for k, v in e.record(bench).items()})
     tmp.replace(path)
+
+
+def _cell(value):
+    """A folder name a spreadsheet would run as a formula (=, +, -, @) is written as text."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
 
 
 def write_json(path: Path, entries: list[Entry], *, seed: int, problems: list[str], unknown: list[str], status: str) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import logging
+import os
 import tarfile
 import tempfile
 from dataclasses import asdict
@@ -72,7 +73,7 @@ class GradingActor:
 class RayPool:
     backend = "Ray"
 
-    def __init__(self, workers: int, address: str | None, problems_dirs: list[Path] | None, limits, device: str,
+    def __init__(self, workers: int | None, address: str | None, problems_dirs: list[Path] | None, limits, device: str,
                  problems: list[str] = ()):
         self.workers, self.address, self.device = workers, address, device
         self._limits, self._problems = limits, list(problems)
@@ -96,14 +97,17 @@ class RayPool:
                 if self.address:
                     ray.init(address=self.address, **kw)
                 else:
-                    ray.init(num_cpus=self.workers, **kw)
+                    ray.init(num_cpus=self.workers or os.cpu_count() or 1, **kw)
             except (ConnectionError, RuntimeError, ValueError) as e:
                 raise UsageError(f"cannot start or join the Ray cluster{' at ' + self.address if self.address else ''}: {e}") from None
             self._started_ray = True
-        gpus = ray.cluster_resources().get("GPU", 0)
+        resources = ray.cluster_resources()
+        gpus = resources.get("GPU", 0)
         if self.device == "cuda" and not gpus:
             raise UsageError("--device cuda: the Ray cluster has no GPU")
         num_gpus = 1 if self.device == "cuda" or (self.device == "auto" and gpus) else 0
+        if self.workers is None:  # one actor per GPU, or per CPU, of the cluster
+            self.workers = max(1, int(gpus if num_gpus else resources.get("CPU", 1)))
         limits = asdict(self._limits)
         limits["device"] = "cuda" if num_gpus else "cpu"
         actor = ray.remote(num_cpus=1, num_gpus=num_gpus, max_concurrency=IN_FLIGHT + 1)(GradingActor)

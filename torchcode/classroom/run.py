@@ -83,7 +83,7 @@ def _grade(opts: Options, cat: Catalog, con: Console, book: Gradebook, found: Di
         con.print(f"{len(jobs)} to grade" + (f", {skipped} already graded (unchanged)" if skipped else "")
                   + (f" on {pool.workers} {pool.backend} worker{'s' * (pool.workers != 1)} ({device})" if jobs else ""),
                   highlight=False)
-        run_id = book.start_run(seed, pool.backend, pool.workers, skipped)
+        run_id = book.start_run(seed, pool.backend, pool.workers or 0, skipped)
         with _progress(con, len(jobs)) as advance:
             for outcome in pool.results(jobs, seed, dtypes):
                 sub = outcome.submission
@@ -117,14 +117,13 @@ def _grade(opts: Options, cat: Catalog, con: Console, book: Gradebook, found: Di
 
 
 def _pool(opts: Options, problems: list[str]):
-    workers = opts.workers or os.cpu_count() or 1
     if opts.ray or opts.ray_address:
         from torchcode.classroom.ray_pool import RayPool
 
-        return RayPool(workers, opts.ray_address, opts.problems_dirs, opts.limits, opts.limits.device, problems)
+        return RayPool(opts.workers, opts.ray_address, opts.problems_dirs, opts.limits, opts.limits.device, problems)
     from torchcode.classroom.pool import LocalPool
 
-    return LocalPool(workers, opts.problems_dirs, opts.limits, opts.limits.device, problems)
+    return LocalPool(opts.workers or os.cpu_count() or 1, opts.problems_dirs, opts.limits, opts.limits.device, problems)
 
 
 def _entries(book: Gradebook, found: Discovery, problems: list[str], seed: int, fps: dict, errors: dict) -> list[fb.Entry]:
