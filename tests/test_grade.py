@@ -187,6 +187,19 @@ def test_rerun_grades_only_what_changed(local_run, tmp_path):
     bob = (out2 / "feedback" / "bob.txt").read_text()
     assert "Accepted  sdpa  12/12 cases" in bob and "max abs err" not in bob  # summary: verdicts only
 
+    # --bench: the accepted sdpa kernels (alice's, and bob's copy of it) timed against the reference, ranked
+    p = grade_cli(str(work), "--problems", "sdpa", "--out", str(out2), "--device", "cpu", "--bench",
+                  home=tmp_path / "home", cwd=tmp_path)
+    assert "Benchmarking 2 accepted kernels" in p.stdout and "Fastest accepted kernels" in p.stdout, p.stdout + p.stderr
+    sheet = grades(out2)
+    assert sorted(sheet[(s, "sdpa")]["rank"] for s in ("alice", "bob")) == ["1", "2"]
+    assert all(float(sheet[(s, "sdpa")]["x_ref"]) > 0 and float(sheet[(s, "sdpa")]["ms"]) > 0 for s in ("alice", "bob"))
+    assert sheet[("carol", "sdpa")]["rank"] == "" and sheet[("carol", "sdpa")]["x_ref"] == ""
+    assert "the reference's time" in (out2 / "feedback" / "alice.txt").read_text()
+    p = grade_cli(str(work), "--problems", "sdpa", "--out", str(out2), "--device", "cpu", "--bench",
+                  home=tmp_path / "home", cwd=tmp_path)
+    assert "Benchmarking" not in p.stdout and grades(out2)[("alice", "sdpa")]["x_ref"] == sheet[("alice", "sdpa")]["x_ref"]
+
     # the same class as a zip (an LMS export, wrapped in a folder), one problem, a new seed: graded again
     archive = tmp_path / "class.zip"
     with zipfile.ZipFile(archive, "w") as z:

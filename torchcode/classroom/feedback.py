@@ -136,6 +136,11 @@ def write_feedback(folder: Path, entries: list[Entry], *, seed: int, mode: str) 
                 con.print(Text(f"{label}  {e.problem}  {e.row.passed}/{e.row.total} cases"))
             else:
                 render(con, Report.from_dict(e.row.report), display_file=f"{e.problem}.py")
+            b = e.row.bench if e.row else None
+            if b and "ratio" in b:
+                con.print(Text(f"speed: {b['ratio']:.2f}x the reference's time (geometric mean over sizes; "
+                               f"{b['seconds'] * 1e3:.3g} ms at size {b['size']})"
+                               + (f", rank {e.rank} in the class" if e.rank else "")), soft_wrap=True)
         (folder / f"{_safe(student)}.txt").write_text(buf.getvalue(), encoding="utf-8")
 
 
@@ -143,12 +148,12 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_.@" else "_" for c in name) or "_"
 
 
-def summary(con: Console, entries: list[Entry], problems: list[str], *, most: int = 8) -> None:
+def summary(con: Console, entries: list[Entry], problems: list[str], *, most: int = 8, bench: bool = False) -> None:
     """Pass rate per problem, then the hidden cases the class failed most."""
     t = Table(title="Class summary", title_justify="left")
     for col, just in (("problem", "left"), ("submitted", "right"), ("accepted", "right"), ("pass rate", "right"),
                       ("mean score", "right"), ("most common failure", "left")):
-        t.add_column(col, justify=just, no_wrap=True, overflow="ellipsis")
+        t.add_column(col, justify=just, no_wrap=just == "right", min_width=min(len(col), 10) if just == "right" else None)
     failed_cases: Counter = Counter()
     ran_cases: Counter = Counter()
     targets: dict[tuple[str, str], str] = {}
@@ -174,9 +179,25 @@ def summary(con: Console, entries: list[Entry], problems: list[str], *, most: in
     con.print(t)
     if failed_cases:
         f = Table(title="Cases the class failed most", title_justify="left")
-        for col in ("problem", "case", "failed", "what it checks"):
-            f.add_column(col, justify="right" if col == "failed" else "left", no_wrap=True, overflow="ellipsis",
-                         ratio=1 if col == "what it checks" else None)
+        for col, least in (("problem", 12), ("case", 14), ("failed", 6), ("what it checks", 10)):
+            f.add_column(col, justify="right" if col == "failed" else "left", no_wrap=col == "failed", min_width=least)
         for (p, name), n in failed_cases.most_common(most):
             f.add_row(p, name, f"{n}/{ran_cases[(p, name)]}", inert(targets[(p, name)]))
         con.print(f)
+    if bench:
+        ranked = sorted((e for e in entries if e.rank), key=lambda e: (problems.index(e.problem), e.rank))
+        if ranked:
+            b = Table(title="Fastest accepted kernels (time / the reference's, geometric mean over sizes)",
+                      title_justify="left")
+            for col in ("problem", "rank", "student", "x ref", f"ms at largest size"):
+                b.add_column(col, justify="left" if col in ("problem", "student") else "right", no_wrap=True)
+            for e in ranked:
+                if e.rank <= 3:
+                    bb = e.row.bench
+                    b.add_row(e.problem, str(e.rank), inert(e.student), f"{bb['ratio']:.2f}x",
+                              f"{bb['seconds'] * 1e3:.3g} (size {bb['size']})")
+            con.print(b)
+        failed = [e for e in entries if e.row and e.row.bench and "error" in e.row.bench]
+        for e in failed:
+            con.print(f"not timed: {inert(e.student)}/{e.problem}.py: {inert(e.row.bench['error'])}",
+                      highlight=False, markup=False)

@@ -102,6 +102,10 @@ class LocalPool:
         finally:
             done.put(_DONE)
 
+    def bench(self, job: Submission) -> Outcome:
+        """Time one accepted kernel, alone (one session: nothing else grades meanwhile)."""
+        return bench_one(self.sessions[0], job)
+
     def close(self) -> None:
         self._stop.set()
         for s in self.sessions:
@@ -142,3 +146,28 @@ def relabel(report: dict, path: Path, shown: str) -> dict:
     ``shown``, the name the student knows: in messages, tracebacks and the file field alike."""
     text = json.dumps(report)
     return json.loads(text.replace(json.dumps(str(path))[1:-1], shown))
+
+
+def bench_one(session, job: Submission, path: Path | None = None) -> Outcome:
+    """``Outcome.report`` is the benchmark's summary (see ``summarize``), or ``error`` says why there is none."""
+    from torchcode.session import Cancelled
+
+    try:
+        return Outcome(job, report=summarize(session.bench(job.problem, Path(path or job.path).resolve())))
+    except Cancelled:
+        return Outcome(job, error="stopped")
+    except (GraderError, UsageError) as e:
+        return Outcome(job, error=getattr(e, "cause", None) or str(e))
+
+
+def summarize(bench: dict) -> dict:
+    """One number to rank by: the geometric mean over sizes of (your time / the reference's)."""
+    import math
+
+    rows = [r for r in bench.get("rows", []) if r.get("learner_s") and r.get("reference_s")]
+    if not rows:
+        return {"error": "no size could be timed"}
+    ratio = math.exp(sum(math.log(r["learner_s"] / r["reference_s"]) for r in rows) / len(rows))
+    last = rows[-1]
+    return {"ratio": ratio, "seconds": last["learner_s"], "size": last["size"], "reference_seconds": last["reference_s"],
+            "device": bench.get("device"), "dtype": bench.get("dtype"), "rows": bench.get("rows", [])}

@@ -20,7 +20,7 @@ from typing import Iterator
 
 from torchcode import paths
 from torchcode.classroom.discover import Submission
-from torchcode.classroom.pool import Outcome, grade_one
+from torchcode.classroom.pool import Outcome, bench_one, grade_one
 from torchcode.errors import GraderError, UsageError
 
 IN_FLIGHT = 2  # grades queued per actor, so it never waits for the next round trip
@@ -57,6 +57,15 @@ class GradingActor:
         path.write_bytes(source)
         try:
             return grade_one(self.session, job, seed, dtypes, path=path)
+        finally:
+            path.unlink(missing_ok=True)
+
+    def bench(self, job: Submission, source: bytes) -> Outcome:
+        path = self.tmp / "bench" / _safe(job.student) / f"{job.problem}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(source)
+        try:
+            return bench_one(self.session, job, path)
         finally:
             path.unlink(missing_ok=True)
 
@@ -144,6 +153,13 @@ class RayPool:
                 outcome.submission = job
                 yield outcome
             feed()
+
+    def bench(self, job: Submission) -> Outcome:
+        """Time one accepted kernel on the first actor (one at a time: nothing else runs on it meanwhile)."""
+        try:
+            return self.ray.get(self.actors[0].bench.remote(job, job.path.read_bytes()))
+        except self.ray.exceptions.RayError as e:
+            return Outcome(job, error=f"the Ray actor failed ({_cause(e)})")
 
     def close(self) -> None:
         if not self.actors and not self._started_ray:

@@ -98,6 +98,8 @@ def _grade(opts: Options, cat: Catalog, con: Console, book: Gradebook, found: Di
                         book.put(row, run_id)
                     graded += 1
                 advance(sub)
+        if opts.bench:
+            _bench(con, cat, book, pool, found, seed, fps)
         status = "done" if not errors else "incomplete"
     finally:
         with interrupts.deferred():
@@ -107,13 +109,35 @@ def _grade(opts: Options, cat: Catalog, con: Console, book: Gradebook, found: Di
                 entries = _entries(book, found, problems, seed, fps, errors)
                 fb.write_all(opts.out, entries, seed=seed, problems=problems, unknown=found.unknown,
                              feedback=opts.feedback, bench=opts.bench, status=status)
-    fb.summary(con, entries, problems)
+    fb.summary(con, entries, problems, bench=opts.bench)
     for (student, problem), why in sorted(errors.items()):
         con.print(f"not graded: {inert(student)}/{problem}.py: {inert(why)}", highlight=False, markup=False)
     con.print(f"Wrote {opts.out / 'grades.csv'}, grades.json"
               + (f" and feedback/ ({opts.feedback})" if opts.feedback != "none" else "")
               + f". Seed {seed}: rerun with --seed {seed} to grade on the same hidden inputs.", highlight=False, markup=False)
     return 1 if errors else 0
+
+
+def _bench(con: Console, cat: Catalog, book: Gradebook, pool, found: Discovery, seed: int, fps: dict) -> None:
+    """Time every accepted kernel not timed yet, one at a time (a timing is only fair alone), for the
+    problems that declare benchmark sizes."""
+    subs = {s.key: s for s in found.submissions}
+    todo = [subs[(r.student, r.problem)] for r in book.rows() if r.verdict == "accepted" and r.bench is None
+            and cat.get(r.problem).bench_sizes
+            and (r.student, r.problem) in subs and r.sha256 == subs[(r.student, r.problem)].sha256
+            and r.seed == seed and r.fingerprint == fps.get(r.problem)]
+    if not todo:
+        return
+    if not pool.started:
+        pool.start()
+    con.print(f"Benchmarking {len(todo)} accepted kernel{'s' * (len(todo) != 1)} against the reference, one at a time",
+              highlight=False)
+    with _progress(con, len(todo), "timing") as advance:
+        for sub in todo:
+            outcome = pool.bench(sub)
+            with interrupts.deferred():
+                book.set_bench(sub.student, sub.problem, outcome.report or {"error": outcome.error})
+            advance(sub)
 
 
 def _pool(opts: Options, problems: list[str]):
@@ -181,15 +205,15 @@ def _limits(limits) -> dict:
 class _progress:
     """A progress bar with ETA on a terminal; nothing otherwise."""
 
-    def __init__(self, con: Console, total: int):
-        self.con, self.total, self.bar = con, total, None
+    def __init__(self, con: Console, total: int, what: str = "grading"):
+        self.con, self.total, self.bar, self.what = con, total, None, what
 
     def __enter__(self):
         if self.con.is_terminal and self.total:
             from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                                        TimeRemainingColumn)
 
-            self.bar = Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            self.bar = Progress(TextColumn(self.what), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                                 TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.description}"),
                                 console=self.con, transient=False)
             self.bar.start()
