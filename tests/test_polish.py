@@ -175,3 +175,123 @@ def test_reproduce_line_names_the_pack(cli, workdir):
     shutil.copy(ROOT / "problems" / "sdpa" / "wrong" / "scale_by_dk.py", workdir / "sdpa.py")
     r = cli("check", "sdpa")
     assert "reproduce with" in r.out and "--problems-dir" not in r.out
+
+
+ENDLESS = "def scaled_dot_product_attention(Q, K, V, mask=None):\n    while True:\n        pass\n"
+
+
+def _pty_run(args: list[str], cwd, json_out: bool = False) -> tuple[int, list[tuple[float, bytes]]]:
+    """Run the CLI with stdout and stderr on a terminal; what it drew, with when (seconds from start)."""
+    import time
+
+    leader, follower = pty.openpty()
+    t0 = time.monotonic()
+    p = subprocess.Popen([shutil.which("torchcode"), *args], cwd=cwd, stdin=subprocess.DEVNULL, stdout=follower,
+                         stderr=follower, env={**os.environ, "NO_COLOR": "1", "COLUMNS": "120"})
+    os.close(follower)
+    seen = []
+    try:
+        while chunk := os.read(leader, 4096):
+            seen.append((time.monotonic() - t0, chunk))
+    except OSError:  # the other side closed
+        pass
+    os.close(leader)
+    return p.wait(timeout=120), seen
+
+
+def test_a_long_check_shows_what_runs_on_a_terminal(workdir, torchcode_home):
+    (workdir / "sdpa.py").write_text(ENDLESS)
+    code, seen = _pty_run(["check", "sdpa", "--time-limit", "1"], workdir)
+    assert code == 1
+    text = b"".join(chunk for _, chunk in seen).decode()
+    verdict_at = next(t for t, chunk in seen if b"Time limit exceeded" in chunk)
+    running = [t for t, chunk in seen if re.search(rb"checking sdpa\.py: case \d+/\d+: \w+", chunk)]
+    assert running and running[0] < verdict_at, text  # the case and a clock, before the verdict
+    assert re.search(r"case \d+/\d+: \w+, float32  1\.\ds", text), text  # the clock ticks
+    before = re.sub(r"\x1b\[[0-9;]*m", "", text[:text.index("Time limit exceeded")])  # styles aside
+    assert before.endswith("\r\x1b[2K"), repr(before[-80:])  # erased before the report
+    assert text.count("checking sdpa.py") > 5
+
+
+def test_no_progress_line_in_pipes_or_json(cli, workdir):
+    (workdir / "sdpa.py").write_text(ENDLESS)
+    r = cli("check", "sdpa", "--time-limit", "1")
+    assert r.code == 1 and "checking" not in r.text and "\x1b" not in r.text
+    code, seen = _pty_run(["check", "sdpa", "--time-limit", "1", "--json"], workdir)
+    text = b"".join(chunk for _, chunk in seen).decode()
+    assert code == 1 and "checking" not in text and "\x1b[2K" not in text
+    assert json.loads(text)["verdict"] == "time_limit"
+
+
+@pytest.mark.parametrize("columns", ["60", None], ids=["60 columns", "piped, no COLUMNS"])
+def test_narrow_terminals_and_pipes_keep_the_words(cli, workdir, catalog, columns):
+    env = {"COLUMNS": columns}
+    shutil.copy(ROOT / "problems" / "gqa" / "wrong" / "tiled_kv_heads.py", workdir / "gqa.py")
+    r = cli("check", "gqa", env=env)
+    assert r.code == 1, r.text
+    report = json.loads(cli("check", "gqa", "--json").out)
+    flat = " ".join(r.out.split())
+    assert "not tiled" in flat
+    for case in report["cases"]:  # every case's name whole, and what it checks, word for word
+        assert re.search(rf"(^|\s){case['name']}\s", r.out), case["name"]
+        assert " ".join(case["targets"].split()) in flat, case["targets"]
+    if columns:
+        table = r.out[:r.out.index("╭")] if "╭" in r.out else r.out
+        assert max(len(line) for line in table.splitlines()) <= 60, table
+
+    r = cli("list", env=env)
+    for p in catalog.ordered():
+        assert re.search(rf"(^|\s){p.id}(\s|$)", r.out, re.M), p.id  # never split
+        for tag in p.tags:
+            assert re.search(rf"(^|\s){re.escape(tag)}(,|\s|$)", r.out, re.M), (p.id, tag, r.out)
+    assert "…" not in r.out and "..." not in r.out
+    if columns:
+        assert max(len(line) for line in r.out.splitlines()[:-1]) <= 60, r.out  # all but the "Next up" sentence
+
+    r = cli("status", env=env)
+    assert re.search(r"gqa\s+attempted", r.out) and "Wrong answer" in r.out, r.out
+    assert "…" not in r.out
+
+
+def test_validate_names_the_case_and_verdict_rejecting_an_alternative(cli, tmp_path):
+    pack = tmp_path / "pack"
+    shutil.copytree(PACK / "problems" / "good_attention", pack / "problems" / "good_attention")
+    for sub, name in (("solutions", "good_attention.py"), ("templates", "good_attention.py.j2")):
+        (pack / sub).mkdir(parents=True)
+        shutil.copy(PACK / sub / name, pack / sub / name)
+    wrong = (pack / "problems" / "good_attention" / "wrong" / "missing_scale.py").read_text()
+    (pack / "problems" / "good_attention" / "right" / "not_really.py").write_text(
+        wrong.replace("# expect: wrong_answer", "# expect: accepted"))
+    r = cli("validate", "good_attention", "--problems-dir", str(pack), "--seeds", "1")
+    assert r.code == 1, r.out
+    m = re.search(r"not_really\.py was rejected: case '(\w+)', verdict (\w+) on seed (\d+)", r.out)
+    assert m, r.out
+    case, verdict, seed = m.groups()
+    assert verdict == "wrong_answer"
+    graded = json.loads(cli("check", str(pack / "problems" / "good_attention" / "right" / "not_really.py"),
+                            "--problem", "good_attention", "--problems-dir", str(pack), "--seed", seed, "--json").out)
+    assert case in [c["name"] for c in graded["cases"] if c["verdict"] == "wrong_answer"]
+    assert "einsum.py accepted" in r.out
+
+
+def test_readme_set_up_commands_pasted_one_after_the_other(tmp_path, torchcode_home):
+    """Both set-up commands in one shell, as pasted: the first must leave the shell where it was and
+    the user's own progress untouched. Only the installs are stood in for (this venv has torchcode)."""
+    readme = (ROOT / "README.md").read_text()
+    first, second = re.findall(r"```bash\n(.*?)\n```", readme, re.S)[:2]
+    install = "python3 -m venv .venv && . .venv/bin/activate && pip install torch==2.13.0 . && "
+    assert first.startswith(install), first
+    assert second.startswith("python3 -m venv .venv && . .venv/bin/activate && pip install "), second
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / "pyproject.toml").write_text("[project]\nname = 'stand-in'\n")
+    script = (f"cd '{checkout}' && true && {first[len(install):]}\n"
+              'echo "AFTER-FIRST: $PWD"\n'
+              "test -f pyproject.toml && echo SECOND-CAN-INSTALL-HERE\n")
+    p = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "NO_COLOR": "1", "TORCHCODE_HOME": str(torchcode_home),
+                            "TMPDIR": str(tmp_path)})
+    assert "Not implemented yet" in p.stdout and "Accepted" in p.stdout, p.stdout + p.stderr
+    assert f"AFTER-FIRST: {checkout}" in p.stdout and "SECOND-CAN-INSTALL-HERE" in p.stdout, p.stdout
+    assert not (torchcode_home / "progress.sqlite3").exists()  # the user's progress: nothing recorded
+    assert sorted(p.name for p in checkout.iterdir()) == ["pyproject.toml"]  # nothing written in the checkout

@@ -179,9 +179,12 @@ def _validate(v: ProblemValidation, spec: ProblemSpec, grader, seeds: tuple[int,
         else:
             v.add("variants", True, f"{path.name} rejected: {r.verdict.value}", path)
     for path in right:
-        ok = all(grader.grade(spec, path, seed=s).passed for s in seeds)
-        v.add("variants", ok, f"{path.name} accepted on {len(seeds)} seeds" if ok else f"{path.name} was rejected",
-              path, "" if ok else "a correct alternative fails: loosen a case that is too strict, or fix the alternative")
+        rejected = next((r for r in (grader.grade(spec, path, seed=s) for s in seeds) if not r.passed), None)
+        v.add("variants", rejected is None, f"{path.name} accepted on {len(seeds)} seeds" if rejected is None
+              else f"{path.name} was rejected: {_why(rejected)}",
+              path, "" if rejected is None else "a correct alternative fails: loosen a case that is too strict, "
+              f"or fix the alternative (reproduce: `torchcode check {path} --problem {spec.id} --seed {rejected.seed}`"
+              " with --problems-dir for a pack)")
 
     # benchmark: declared sizes need a builder that runs on the reference
     if any(spec.bench_sizes.values()):
@@ -226,3 +229,12 @@ def validate(catalog: Catalog, ids: list[str], grader, seeds: tuple[int, ...] = 
             continue
         results.append(validate_problem(catalog.get(pid), grader, seeds))
     return results
+
+
+def _why(r) -> str:
+    """Which case rejected a report, with which verdict and message (the first line of it)."""
+    case = r.explained or r.first_failure
+    message = (case.message if case and case.message else r.message).strip().splitlines()
+    where = f"case '{case.name}'" if case else "before any case ran"
+    return f"{where}, verdict {r.verdict.value if not case else case.verdict.value} on seed {r.seed}" + (
+        f": {message[0][:160]}" if message else "")

@@ -21,7 +21,9 @@ from torchcode.commands.common import catalog, display_path, resolve_target, sto
 from torchcode.errors import StoreError, UsageError
 from torchcode.progress import SEED_MAX, SEED_MIN
 from torchcode.progress.record import record_report
-from torchcode.render import console, err_console
+from torchcode.render import console, err_console, progress_line
+from torchcode.render.progress_line import ProgressLine
+from torchcode.render.terminal import inert
 
 INTERRUPTED = "interrupted: the check was stopped and nothing was recorded"
 
@@ -36,11 +38,15 @@ def run(target: str | None, problem: str | None, seed: int | None, as_json: bool
     st = store()
     spec, path = resolve_target(cat, st, target, problem)
     wanted = _dtypes(spec, dtypes)
-    from torchcode.grader.judge import Grader, resolve_device  # the only command that imports torch
+    with ProgressLine(inert(display_path(path)), enabled=progress_line.wanted(as_json),
+                      limit=limits.time_limit or spec.grading.time_limit) as line:
+        line.show()  # importing torch takes a second or more: say so at once
+        from torchcode.grader.judge import Grader, resolve_device  # the only command that imports torch
 
-    with _private_tempdir(), Grader(limits) as grader:  # forks the zygote before anything touches CUDA
-        limits.device = resolve_device(limits.device)
-        report = grader.grade(spec, path, seed=seed, dtypes=wanted)
+        with _private_tempdir(), Grader(limits) as grader:  # forks the zygote before anything touches CUDA
+            line.start()  # a thread only once the zygote is forked
+            limits.device = resolve_device(limits.device)
+            report = grader.grade(spec, path, seed=seed, dtypes=wanted, on_event=line.event)
     shown = json.dumps(report.to_dict(), indent=2) + "\n" if as_json else _rendered(report, path, spec)
     notes = []
     with interrupts.deferred():  # recording is never cut in half; a Ctrl-C before its commit cancels it

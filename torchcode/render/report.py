@@ -31,11 +31,10 @@ def report(con: Console, r: Report, *, display_file: str, pack: str | None = Non
         for c in r.cases:
             cs, cl = verdict_label(c.verdict.value)
             mark = (g["pass"], "green") if c.passed else (g["skip"] if c.verdict is Verdict.NOT_RUN else g["fail"], cs)
-            line = Text.assemble(mark, "  ", f"{c.name:<{case_w}}", "  ", (f"{cl:<{res_w}}", cs), "  ", (c.targets, "dim"))
-            con.print(_fit(line, con.width, g["more"]), no_wrap=True)
+            head = Text.assemble(mark, "  ", f"{c.name:<{case_w}}", "  ", (f"{cl:<{res_w}}", cs), "  ")
+            _hanging(con, head, c.targets, "dim")
             if not c.passed and c.verdict is not Verdict.NOT_RUN and c.message:  # each failure with its own message
-                why = Text(" " * (case_w + 5) + inert(_one_line(c)))
-                con.print(_fit(why, con.width, g["more"]), no_wrap=True)
+                _hanging(con, Text(" " * (case_w + 5)), inert(_one_line(c)), "")
     if r.passed:
         con.print("[green]All hidden cases pass: outputs and gradients match the reference.[/green]")
         return
@@ -87,9 +86,24 @@ def _one_line(c) -> str:
     return c.message.splitlines()[0] if c.message else ""
 
 
-def _fit(line: Text, width: int, more: str) -> Text:
-    """``line`` cut to ``width`` cells, ending in ``more`` (… or ...) when cut (rich's own ellipsis is always …)."""
-    if line.cell_len > width:
-        line.truncate(max(width - len(more), 0))
-        line.append(more)
-    return line
+def _hanging(con: Console, head: Text, text: str, style: str) -> None:
+    """``head`` then ``text`` wrapped at spaces under itself, so that on a narrow terminal or a pipe every
+    word survives and no word (a case name, an id, ``kv-cache``) is split. When the column left beside
+    ``head`` is too narrow to read, ``text`` goes on the lines below it, indented."""
+    import textwrap
+
+    width = con.width
+    room = width - head.cell_len
+    indent = head.cell_len
+    if room < min(24, len(text)):
+        first = head.copy()
+        first.rstrip()
+        if first.plain:
+            con.print(first, no_wrap=True, crop=False)
+        head, indent = Text(" " * min(5, indent)), min(5, indent)
+        room = width - indent
+    lines = textwrap.wrap(text, max(room, 10), break_long_words=False, break_on_hyphens=False) or [""]
+    for i, part in enumerate(lines):
+        line = head.copy() if i == 0 else Text(" " * indent)
+        line.append(part, style=style)
+        con.print(line, no_wrap=True, crop=False)
