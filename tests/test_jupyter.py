@@ -197,6 +197,10 @@ def test_interrupting_the_kernel_stops_the_grade_and_a_closed_kernel_leaves_noth
                     return "\n".join(seen)
 
         run("%load_ext torchcode")
+        kernel = int(run("import os; print('kernel pid', os.getpid())").split("kernel pid", 1)[1].split()[0])
+        out = run("%%torchcode sdpa\n" + SLOW, interrupt_when="starting the grader")  # while torch loads there
+        assert "Interrupted: the grade was stopped and nothing was recorded" in out, out
+        assert _sessions_of(kernel) == []  # the half-started session's process was not left behind
         out = run("%%torchcode sdpa\n" + SLOW, interrupt_when="Grading sdpa: case")
         assert "Interrupted: the grade was stopped and nothing was recorded" in out, out
         assert not (torchcode_home / "progress.sqlite3").exists() or sqlite3.connect(
@@ -213,6 +217,21 @@ def test_interrupting_the_kernel_stops_the_grade_and_a_closed_kernel_leaves_noth
     while _alive(pid):
         assert time.monotonic() < deadline, "the grading session outlived its kernel"
         time.sleep(0.1)
+
+
+def _sessions_of(pid: int) -> list[int]:
+    """The live grading-session processes ``pid`` started."""
+    from pathlib import Path
+
+    found = []
+    for d in Path("/proc").iterdir():
+        try:
+            if d.name.isdigit() and int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid \
+                    and b"torchcode.session.server" in (d / "cmdline").read_bytes() and _alive(int(d.name)):
+                found.append(int(d.name))
+        except OSError:
+            continue
+    return found
 
 
 def _alive(pid: int) -> bool:

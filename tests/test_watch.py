@@ -308,6 +308,7 @@ def test_on_a_terminal_the_running_case_shows_and_ctrl_c_stops_it(workdir, tmp_p
         assert "Grading sdpa.py: case " in text and " of " in text, text
         assert text.index("Grading sdpa.py: case ") < text.index("Accepted")
         assert b"\x1b[2J" in b"".join(chunks)  # the report is redrawn on a cleared screen
+        assert "Watching sdpa.py: save it to grade it again, Ctrl-C to stop." in text.split("Accepted", 1)[1]
         seen |= _family(pid)
         os.write(master, b"\x03")  # Ctrl-C, typed
         deadline = time.monotonic() + 60

@@ -54,7 +54,11 @@ def session():
             from torchcode.session import Session
 
             s = Session()
-            s.start()
+            try:
+                s.start()
+            except BaseException:  # interrupted or failed while starting: leave no process behind
+                s.close()
+                raise
             _session = s
             atexit.register(close_session)
         return _session

@@ -140,9 +140,15 @@ def _show(con, report, shown: str, spec) -> None:
     with con.capture() as drawn:  # drawn whole, then shown at once
         con.print(Rule(f"{shown} at {time.strftime('%H:%M:%S')}", style="dim"))
         render(con, report, display_file=shown, pack=pack)
-    if con.is_terminal:
+    if con.is_terminal:  # the screen is cleared for each report: say again what is going on
         con.clear()
-    con.file.write(drawn.get())
+        with con.capture() as footer:
+            con.print(f"Watching {shown}: save it to grade it again, Ctrl-C to stop.", style="dim",
+                      markup=False, highlight=False)
+        drawn_text = drawn.get() + footer.get()
+    else:
+        drawn_text = drawn.get()
+    con.file.write(drawn_text)
     con.file.flush()
 
 
