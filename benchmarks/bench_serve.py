@@ -7,7 +7,8 @@ Targets (issue "A browser workspace"):
   a check from the browser (click to report shown)   no slower than the warm check without it
                                                        (Session.grade in a warm session: what
                                                        `watch` and Jupyter do), plus a little
-Also shown: the server's own answer time for each page (plain HTTP) and the CLI's `torchcode check`
+Checks are a second apart, in every column alike (a learner edits between checks; the warm
+session uses that time to start the next worker). Also shown: the server's own answer time for each page (plain HTTP) and the CLI's `torchcode check`
 (a cold process: it imports torch each time). Every figure is the median of --runs runs; the
 browser figures need Debian's chromium and chromium-driver (skipped with a note otherwise).
 """
@@ -26,14 +27,16 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+GAP = 1.0  # seconds between checks, as a learner edits between them (the session uses them to get ahead)
 sys.path.insert(0, str(ROOT / "tests"))
 
 from serving import start_server, stop_server  # noqa: E402
 
 
-def median_ms(fn, runs: int) -> float:
+def median_ms(fn, runs: int, gap: float = 0.0) -> float:
     times = []
     for _ in range(runs):
+        time.sleep(gap)
         t = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t)
@@ -69,64 +72,84 @@ def main() -> None:
     env = {**os.environ, "TORCHCODE_HOME": str(home)}
     print(f"# {platform.node()} {platform.machine()} {os.cpu_count()} cpus, python {platform.python_version()}, "
           f"problem {pid}, median of {runs}")
+    os.environ["TORCHCODE_HOME"] = str(home)
     served = start_server(folder, home)
+    d = None
     try:
         served.request("POST", f"/api/p/{pid}/check", body={})  # the session up and this problem warm
         for path in ("/", f"/p/{pid}"):
             ms = median_ms(lambda: served.request("GET", path), runs)
             print(f"server answers GET {path:<14} {ms:8.1f} ms")
-        api_ms = median_ms(lambda: served.request("POST", f"/api/p/{pid}/check", body={}), runs)
-        print(f"check over HTTP (no browser)      {api_ms:8.1f} ms")
         d = browser()
         if d is None:
             print("browser figures skipped: chromium / chromedriver not found (apt-get install chromium chromium-driver)")
         else:
-            try:
-                d.get(served.url)
-                for path in ("/", f"/p/{pid}"):
-                    loads = []
-                    for _ in range(runs):
-                        d.get(served.base + path)
-                        loads.append(d.execute_script(
-                            "const t = performance.getEntriesByType('navigation')[0]; return t.loadEventEnd - t.startTime;"))
-                    print(f"page load in Chromium {path:<11} {statistics.median(loads):8.1f} ms   (target < 300 ms)")
-                d.get(served.base + f"/p/{pid}")
-                d.set_script_timeout(300)
-                clicks = []
+            d.get(served.url)
+            for path in ("/", f"/p/{pid}"):
+                loads = []
                 for _ in range(runs):
-                    while d.execute_script("return document.getElementById('check').disabled"):
-                        time.sleep(0.02)  # the last check's tidy-up
-                    t = d.execute_async_script("""
-                        const done = arguments[arguments.length - 1];
-                        const t0 = performance.now();
-                        document.getElementById('report').replaceChildren();
-                        document.getElementById('check').click();
-                        const poll = () => document.getElementById('report-text')
-                            ? done(performance.now() - t0) : setTimeout(poll, 5);
-                        poll();""")
-                    clicks.append(t)
-                browser_ms = statistics.median(clicks)
-                print(f"check from the browser (click to report) {browser_ms:8.1f} ms")
-            finally:
-                d.quit()
+                    d.get(served.base + path)
+                    loads.append(d.execute_script(
+                        "const t = performance.getEntriesByType('navigation')[0]; return t.loadEventEnd - t.startTime;"))
+                print(f"page load in Chromium {path:<11} {statistics.median(loads):8.1f} ms   (target < 300 ms)")
+            d.get(served.base + f"/p/{pid}")
+            d.set_script_timeout(300)
+        times = checks(served, d, pid, folder / f"{pid}.py", runs)
     finally:
+        if d is not None:
+            d.quit()
         stop_server(served)
-
-    from torchcode.session import Session
-
-    os.environ["TORCHCODE_HOME"] = str(home)
-    with Session() as s:
-        s.grade(pid, path=folder / f"{pid}.py")
-        warm_ms = median_ms(lambda: s.grade(pid, path=folder / f"{pid}.py"), runs)
-    print(f"warm check without a browser (Session.grade) {warm_ms:8.1f} ms")
+    for kind, label in (("warm", "warm check, no browser (Session.grade + report)"),
+                        ("http", "check over HTTP (no browser)"), ("browser", "check from the browser (click to report)")):
+        if times[kind]:
+            print(f"{label:<48} {statistics.median(times[kind]):8.1f} ms")
+    if times["browser"]:
+        print(f"browser check / warm check: {statistics.median(times['browser']) / statistics.median(times['warm']):.2f}x")
     exe = shutil.which("torchcode") or sys.executable
     cmd = [exe, "check", pid] if exe != sys.executable else [exe, "-m", "torchcode", "check", pid]
     cli_ms = median_ms(lambda: subprocess.run(cmd, cwd=folder, env=env, stdout=subprocess.DEVNULL,
                                               stderr=subprocess.DEVNULL, check=False), runs)
-    print(f"torchcode check (cold CLI process) {cli_ms:8.1f} ms")
-    if d is not None:
-        print(f"browser check / warm check: {browser_ms / warm_ms:.2f}x")
+    print(f"{'torchcode check (a cold CLI process)':<48} {cli_ms:8.1f} ms")
     shutil.rmtree(tmp, ignore_errors=True)
+
+
+def checks(served, d, pid: str, path: Path, runs: int) -> dict[str, list[float]]:
+    """Rounds of: a warm check in this process, one over HTTP, one from the browser, each after GAP;
+    interleaved so that the machine's load weighs on all three alike."""
+    from rich.console import Console
+
+    from torchcode.render.report import report as render
+    from torchcode.session import Session
+
+    times: dict[str, list[float]] = {"warm": [], "http": [], "browser": []}
+    with Session() as s:
+        s.grade(pid, path=path)
+        for _ in range(runs):
+            time.sleep(GAP)
+            t = time.perf_counter()
+            r = s.grade(pid, path=path)
+            con = Console(record=True, width=100)
+            with con.capture():
+                render(con, r, display_file=path.name)
+            times["warm"].append((time.perf_counter() - t) * 1000)
+            time.sleep(GAP)
+            t = time.perf_counter()
+            served.request("POST", f"/api/p/{pid}/check", body={})
+            times["http"].append((time.perf_counter() - t) * 1000)
+            if d is None:
+                continue
+            while d.execute_script("return document.getElementById('check').disabled"):
+                time.sleep(0.02)  # the last check's tidy-up
+            time.sleep(GAP)
+            times["browser"].append(d.execute_async_script("""
+                const done = arguments[arguments.length - 1];
+                const t0 = performance.now();
+                document.getElementById('report').replaceChildren();
+                document.getElementById('check').click();
+                const poll = () => document.getElementById('report-text')
+                    ? done(performance.now() - t0) : setTimeout(poll, 5);
+                poll();"""))
+    return times
 
 
 if __name__ == "__main__":

@@ -324,3 +324,17 @@ def test_the_browser_is_opened_without_the_token_on_its_command_line(tmp_path):
     finally:
         assert stop_server(s) == 130
     assert not os.path.exists(page)  # removed when the server stops
+
+
+def test_pages_are_never_cached_and_vendored_files_are_named_by_content(served):
+    import hashlib
+    import re
+
+    status, headers, page = served.request("GET", "/p/gqa")
+    assert headers["cache-control"] == "no-store"
+    url = re.search(r'src="(/static/codemirror/codemirror\.js\?v=(\w+))"', page)
+    body = (ROOT / "torchcode" / "web" / "static" / "codemirror" / "codemirror.js").read_bytes()
+    assert url.group(2) == hashlib.sha256(body).hexdigest()[:12]  # a new version gets a new URL
+    status, headers, text = served.request("GET", url.group(1))
+    assert status == 200 and "immutable" in headers["cache-control"] and text.encode() == body
+    assert served.request("GET", "/api/problems")[1]["cache-control"] == "no-store"

@@ -9,6 +9,8 @@ script calls the JSON API below. A check streams newline-delimited JSON events: 
 from __future__ import annotations
 
 import asyncio
+import functools
+import hashlib
 import json
 import logging
 import threading
@@ -35,6 +37,7 @@ MAX_BODY = 2_000_000
 
 def create_app(ws: Workspace, *, warm: bool = True) -> Starlette:
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
+    env.globals["asset"] = _asset
     checks = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchcode-check")
     busy = threading.Lock()
 
@@ -194,6 +197,13 @@ def create_app(ws: Workspace, *, warm: bool = True) -> Starlette:
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
     return Starlette(routes=routes, lifespan=lifespan)
+
+
+@functools.lru_cache(maxsize=None)
+def _asset(rel: str) -> str:
+    """A vendored file's URL, named by its content: the browser keeps it without asking again."""
+    digest = hashlib.sha256((HERE / "static" / rel).read_bytes()).hexdigest()[:12]
+    return f"/static/{rel}?v={digest}"
 
 
 async def _json(fn, *args) -> Response:

@@ -9,6 +9,7 @@ typeset with the vendored KaTeX.
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 
@@ -21,6 +22,7 @@ _PIECES = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=128)  # statements and hints change rarely: each is rendered once
 def statement_html(markdown: str) -> str:
     from markdown_it import MarkdownIt  # comes with rich
 

@@ -26,6 +26,7 @@ HEADERS = [  # on every answer
 ]
 NO_STORE = (b"cache-control", b"no-store")  # pages and answers: never kept
 REVALIDATE = (b"cache-control", b"private, no-cache")  # the vendored files: kept, re-validated by ETag
+IMMUTABLE = (b"cache-control", b"private, max-age=31536000, immutable")  # ...named by their content (?v=hash)
 
 
 def cookie_name(port: int) -> str:
@@ -56,7 +57,9 @@ class Guard:
             cookie = f"{self.cookie}={self.token}; Path=/; HttpOnly; SameSite=Strict"
             return await _answer(send, 303, "", [(b"location", location.encode()), (b"set-cookie", cookie.encode())])
 
-        cache = REVALIDATE if scope["path"].startswith("/static/") else NO_STORE
+        cache = NO_STORE
+        if scope["path"].startswith("/static/"):
+            cache = IMMUTABLE if "v" in query else REVALIDATE
 
         async def send_with_headers(message):
             if message["type"] == "http.response.start":
