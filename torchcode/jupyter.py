@@ -139,12 +139,15 @@ def _grade(args: list[str], cell: str) -> None:
     spec = catalog(None).get(problem)
     _last_problem = spec.id
     dtypes = _dtypes(spec, asked)
-    handle = display(_Html(f"Grading {spec.id}: starting the grader…"), display_id=True)
+    from torchcode.commands.watch import case_text
+
+    warm = _session is not None and _session.running
+    handle = display(_Html(f"Grading {spec.id}…" if warm else f"Grading {spec.id}: starting the grader…"),
+                     display_id=True)
 
     def on_event(ev: dict) -> None:
         if ev.get("event") == "case":
-            handle.update(_Html(f"Grading {spec.id}: case {ev.get('name')} ({ev.get('dtype')}), "
-                                f"{int(ev.get('index', 0)) + 1} of {ev.get('total')}…"))
+            handle.update(_Html(f"Grading {spec.id}: {case_text(ev)}…"))
 
     try:
         s = session()
