@@ -138,7 +138,7 @@ def checks(served, d, pid: str, path: Path, runs: int) -> dict[str, list[float]]
             times["http"].append((time.perf_counter() - t) * 1000)
             if d is None:
                 continue
-            while d.execute_script("return document.getElementById('check').disabled"):
+            while d.execute_script("return document.getElementById('check').textContent") != "Check":
                 time.sleep(0.02)  # the last check's tidy-up
             time.sleep(GAP)
             times["browser"].append(d.execute_async_script("""

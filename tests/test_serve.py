@@ -338,3 +338,74 @@ def test_pages_are_never_cached_and_vendored_files_are_named_by_content(served):
     status, headers, text = served.request("GET", url.group(1))
     assert status == 200 and "immutable" in headers["cache-control"] and text.encode() == body
     assert served.request("GET", "/api/problems")[1]["cache-control"] == "no-store"
+
+
+def test_ctrl_c_during_a_check_stops_at_once_and_leaves_nothing_running(tmp_path):
+    import os
+    import threading
+
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "sdpa.py").write_text(
+        "import time\n\n\ndef scaled_dot_product_attention(Q, K, V, mask=None):\n    time.sleep(5)\n    return Q\n")
+    s = start_server(tmp_path / "ws", tmp_path / "home")
+    seen = []
+
+    def check():
+        try:
+            seen.append(s.request("POST", "/api/p/sdpa/check", body={}))
+        except Exception as e:  # the server went away mid-answer: http.client's IncompleteRead and the like
+            seen.append(e)
+
+    t = threading.Thread(target=check, daemon=True)
+    t.start()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not _descendants(s.proc.pid, "torchcode.session.server"):
+        time.sleep(0.1)
+    session = _descendants(s.proc.pid, "torchcode.session.server")
+    assert session, "no grading session process under the server"
+    time.sleep(1.5)  # the check is inside a sleeping case now
+    t0 = time.monotonic()
+    assert stop_server(s, timeout=15) == 130, "".join(s.output)
+    assert time.monotonic() - t0 < 10, "Ctrl-C waited for the check"
+    t.join(10)
+    assert seen, "the check's request is still open after the server stopped"
+    deadline = time.monotonic() + 10
+    while any(os.path.exists(f"/proc/{p}") and _alive(p) for p in session) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(p) for p in session), "the grading session outlived the server"
+    from torchcode.progress import Store
+
+    assert Store(tmp_path / "home" / "progress.sqlite3").attempts() == []  # nothing recorded
+
+
+def _descendants(pid: int, needle: str) -> list[int]:
+    """Processes under ``pid`` whose command line contains ``needle``."""
+    import os
+
+    found, frontier = [], [pid]
+    while frontier:
+        parent = frontier.pop()
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                if ppid != parent:
+                    continue
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+            except (OSError, ValueError, IndexError):
+                continue
+            frontier.append(int(entry))
+            if needle in cmd:
+                found.append(int(entry))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -123,6 +123,7 @@ def test_solve_a_problem_in_the_browser(browser, served):
                      "cm.setSelection({line: n, ch: 4}, {line: n, ch: cm.getLine(n).length}); cm.focus();")
     ActionChains(d).send_keys(FIX).perform()
     _wait(d, lambda d: FIX in _editor(d), what="the typed fix")
+    _wait(d, lambda d: d.find_element(By.ID, "check").text == "Check", what="the Check button back")
     assert _editor(d).splitlines()[-1] == "    " + FIX  # brackets closed as typed, not doubled
     d.find_element(By.ID, "check").click()
     verdict, text = _report(d)
@@ -147,6 +148,27 @@ def test_solve_a_problem_in_the_browser(browser, served):
     db = sqlite3.connect(served.home / "progress.sqlite3")
     assert db.execute("SELECT verdict FROM attempts ORDER BY id").fetchall() == [("wrong_answer",), ("accepted",)]
     assert not d.get_log("browser") or all(e["level"] != "SEVERE" for e in d.get_log("browser"))
+
+
+def test_stop_a_running_check(browser, served):
+    from selenium.webdriver.common.by import By
+
+    d = browser
+    (served.folder / "sdpa.py").write_text(
+        "import time\n\n\ndef scaled_dot_product_attention(Q, K, V, mask=None):\n    time.sleep(3)\n    return Q\n")
+    d.get(served.url.replace("/?", "/p/sdpa?"))
+    _wait(d, lambda d: "time.sleep" in _editor(d), what="the file in the editor")
+    d.find_element(By.ID, "check").click()
+    _wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#progress li.case"), 120, "a case running")
+    assert d.find_element(By.ID, "check").text == "Stop"
+    d.find_element(By.ID, "check").click()
+    _wait(d, lambda d: "Stopped" in d.find_element(By.ID, "progress").text, 10, "the stop")
+    assert d.find_element(By.ID, "check").text == "Check"
+    time.sleep(4)  # had it not been stopped, the case would have ended by now and the check been recorded
+    from torchcode.progress import Store
+
+    assert Store(served.home / "progress.sqlite3").attempts() == []
+    assert not d.find_elements(By.ID, "report-text")
 
 
 def test_hints_solution_and_math_in_the_browser(browser, served):

@@ -57,7 +57,9 @@ def run(directory: Path | None, port: int | None, no_browser: bool, host: str, a
     from torchcode.commands import interrupts
 
     interrupts.message = "torchcode serve stopped (checks in flight were cancelled, nothing left running)"
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", ws="none")
+    # Ctrl-C: a check in flight is not waited for (its stream is cut, the session closed with the app)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", ws="none",
+                            timeout_graceful_shutdown=1)
     server = uvicorn.Server(config)
     try:
         server.run(sockets=[sock])

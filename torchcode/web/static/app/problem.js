@@ -13,6 +13,7 @@
   let saveTimer = null;
   let saving = null;             // the save in flight (a promise)
   let checking = false;
+  let stopper = null;           // aborts the check in flight (the server then cancels it)
   let epoch = 0;                 // bumped by every save, load and check: a poll answer from before is stale
 
   async function api(method, url, body) {
@@ -84,7 +85,8 @@
     $("file-name").textContent = file.exists ? file.path : file.path + " (not started)";
     $("start").hidden = file.exists;
     $("reset").hidden = !file.exists;
-    $("check").disabled = !file.exists || checking;
+    $("check").disabled = !file.exists;
+    $("check").classList.toggle("stop", checking);
     editor.setOption("readOnly", !file.exists);
   }
 
@@ -192,7 +194,7 @@
     checking = true;
     epoch++;
     showFile();
-    $("check").textContent = "Checking…";
+    $("check").textContent = "Stop";
     const progress = $("progress");
     const report = $("report");
     report.replaceChildren();
@@ -201,20 +203,26 @@
     const body = dirty ? {text: editor.getValue(), sha: file.sha} : {};
     try {
       dirty = false;
-      await stream(base + "/check", body, (ev) => onEvent(ev, progress, report, lines));
+      stopper = new AbortController();
+      await stream(base + "/check", body, (ev) => onEvent(ev, progress, report, lines), stopper.signal);
     } catch (e) {
+      if (e.name === "AbortError") {
+        progress.replaceChildren(el("div", "error", "Stopped: the check was cancelled and nothing was recorded."));
+        return;
+      }
       if (e.status && body.text !== undefined) dirty = true;  // not saved
       if (e.status === 409 && e.body && e.body.file) conflict(e.body.file);
       progress.replaceChildren(el("div", "error", e.status ? e.message : "the connection to torchcode serve was lost: " + e));
     } finally {
       checking = false;
+      stopper = null;
       $("check").textContent = "Check";
       showFile();
       const r = await api("GET", base + "/file");
       if (r.ok && !dirty) { file = r.body; showFile(); }
     }
   }
-  $("check").onclick = () => check();
+  $("check").onclick = () => (stopper ? stopper.abort() : check());
 
   function onEvent(ev, progress, report, lines) {
     if (ev.event === "started") {
@@ -417,8 +425,8 @@
   };
 
   // POST, then call onEvent for each line of the NDJSON answer; an answer that is not a stream throws
-  async function stream(url, body, onEvent) {
-    const resp = await fetch(url, {method: "POST", credentials: "same-origin",
+  async function stream(url, body, onEvent, signal) {
+    const resp = await fetch(url, {method: "POST", credentials: "same-origin", signal,
       headers: {"X-Torchcode": "1", "Content-Type": "application/json"}, body: JSON.stringify(body)});
     if (!resp.ok) {
       let b = {};
