@@ -38,6 +38,12 @@ def test_usage_lines_name_arguments_in_capitals(cli):
                        ("validate", "[PROBLEM]...")]:
         r = cli(cmd, "-h")
         assert f"Usage: torchcode {cmd} [OPTIONS] {usage}" in r.out, r.out
+    listing = cli("-h").out
+    commands = re.findall(r"^  (\w+)  ", listing.split("Commands:")[1], re.M)
+    assert {"list", "check", "history"} <= set(commands)
+    for cmd in commands:  # every command, those added later included
+        usage = cli(cmd, "-h").out.splitlines()[0]
+        assert re.fullmatch(rf"Usage: torchcode {cmd} \[OPTIONS\]( [A-Z_\[\]]+(\.\.\.)?)*", usage), usage
 
 
 def test_shell_completion_is_offered(cli):
