@@ -128,8 +128,6 @@ def _grade_args(args: list[str]) -> tuple[str, int | None, list[str] | None]:
 
 
 def _grade(args: list[str], cell: str) -> None:
-    from IPython.display import display
-
     from torchcode.commands.check import _dtypes
     from torchcode.commands.common import catalog, store
     from torchcode.errors import GraderError, StoreError
@@ -142,21 +140,21 @@ def _grade(args: list[str], cell: str) -> None:
     from torchcode.commands.watch import case_text
 
     warm = _session is not None and _session.running
-    handle = display(_Html(f"Grading {spec.id}…" if warm else f"Grading {spec.id}: starting the grader…"),
-                     display_id=True)
+    live = _Live()
 
     def on_event(ev: dict) -> None:
         if ev.get("event") == "case":
-            handle.update(_Html(f"Grading {spec.id}: {case_text(ev)}…"))
+            live.show(_Html(f"Grading {spec.id}: {case_text(ev)}…"))
 
-    try:
+    try:  # an interrupt (the notebook's stop button) anywhere in here is said, never a traceback
+        live.show(_Html(f"Grading {spec.id}…" if warm else f"Grading {spec.id}: starting the grader…"))
         s = session()
         report = s.grade(spec.id, source=cell, seed=seed, dtypes=dtypes, on_event=on_event)
     except KeyboardInterrupt:
-        handle.update(_Html("Interrupted: the grade was stopped and nothing was recorded."))
+        live.show(_Html("Interrupted: the grade was stopped and nothing was recorded."))
         return None
     except GraderError as e:
-        handle.update(_Html(f"error: {e}"))
+        live.show(_Html(f"error: {e}"))
         return None
     note = ""
     st = store()
@@ -166,7 +164,7 @@ def _grade(args: list[str], cell: str) -> None:
         record_report(st, report, None, source=cell.encode("utf-8"))
     except StoreError as e:
         note = f"warning: progress not saved: {e}"
-    handle.update(_rendered(lambda con: _report(con, report, spec.id)))
+    live.show(_rendered(lambda con: _report(con, report, spec.id)))
     for w in [*st.warnings, *([note] if note else [])]:
         print(w if w.startswith("warning") else f"warning: {w}", file=sys.stderr)
     return None
@@ -261,6 +259,21 @@ class _Utf8(io.StringIO):
 
 _PRE = ("<pre style=\"white-space:pre;overflow-x:auto;line-height:1.25;"
         "font-family:Menlo,'DejaVu Sans Mono',Consolas,'Courier New',monospace\">{code}</pre>")
+
+
+class _Live:
+    """One output area, redrawn in place: progress lines, then the report."""
+
+    def __init__(self):
+        self.handle = None
+
+    def show(self, obj) -> None:
+        from IPython.display import display
+
+        if self.handle is None:
+            self.handle = display(obj, display_id=True)
+        else:
+            self.handle.update(obj)
 
 
 class _Html:
