@@ -217,6 +217,37 @@ def test_rerun_grades_only_what_changed(local_run, tmp_path):
     assert (out2 / "feedback" / "bob.txt").read_text() == feedback_before  # --feedback none writes none
 
 
+def in_terminal(cmd: list[str], cwd: Path, env: dict, timeout: float = 120) -> tuple[int, str]:
+    """Run ``cmd`` with a pseudo-terminal as stdout and stderr; return its exit code and what it showed."""
+    import pty
+    import select
+
+    main, sub = pty.openpty()
+    proc = subprocess.Popen(cmd, cwd=cwd, env={**env, "COLUMNS": "120", "TERM": "xterm"}, stdin=subprocess.DEVNULL,
+                            stdout=sub, stderr=sub, close_fds=True)
+    os.close(sub)
+    chunks, deadline = [], time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([main], [], [], 0.5)
+            if ready:
+                try:
+                    data = os.read(main, 1 << 16)
+                except OSError:  # the terminal closed: the command ended
+                    break
+                if not data:
+                    break
+                chunks.append(data)
+            elif proc.poll() is not None:
+                break
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(main)
+    return proc.returncode, b"".join(chunks).decode("utf-8", "replace")
+
+
 def _children(pid: int) -> set[int]:
     found, todo = set(), [pid]
     while todo:
@@ -273,9 +304,12 @@ def test_ctrl_c_keeps_what_is_done_and_the_rerun_finishes(tmp_path):
     time.sleep(0.5)
     assert kids and not [k for k in kids if Path(f"/proc/{k}").exists()], "a session process was left running"
 
-    p = grade_cli(str(work), "--problems", "repeat_kv", "--out", str(out), "--workers", "2", "--device", "cpu",
-                  home=tmp_path / "home", cwd=tmp_path)
-    assert f"{N - len(kept)} to grade, {len(kept)} already graded" in p.stdout, p.stdout + p.stderr
+    # the rerun, on a terminal: it grades only the rest, with a progress bar and its ETA
+    code, shown = in_terminal([*cmd, "grade", str(work), "--problems", "repeat_kv", "--out", str(out), "--workers", "2",
+                               "--device", "cpu"], cwd=tmp_path, env=env)
+    assert code == 0, shown
+    assert f"{N - len(kept)} to grade, {len(kept)} already graded" in shown
+    assert "grading" in shown and "ETA" in shown and f"{N - len(kept)}/{N - len(kept)}" in shown
     assert set(kept) <= set(gradebook_rows(out))  # the rows kept were not graded again
     assert {r["verdict"] for r in grades(out).values()} == {"accepted"}
 
@@ -316,3 +350,12 @@ def test_ray_results_equal_the_local_pool(local_run, tmp_path):
     local_bob = (local_out / "feedback" / "bob.txt").read_text()
     assert ray_bob.split("== good_attention")[0].count("Wrong answer") == local_bob.count("Wrong answer") > 0
     assert "Wrong answer  good_attention  good_attention.py" in ray_bob
+
+
+def test_feedback_file_names_never_collide():
+    from torchcode.classroom.feedback import _safe
+
+    names = ["alice", "a b", "a_b", "../x", ".hidden", "Zoë"]
+    files = [_safe(n) for n in names]
+    assert files[0] == "alice" and len(set(files)) == len(names)
+    assert all("/" not in f and not f.startswith(".") for f in files)

@@ -145,7 +145,12 @@ def write_feedback(folder: Path, entries: list[Entry], *, seed: int, mode: str) 
 
 
 def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_.@" else "_" for c in name) or "_"
+    """A file name for a student: their folder's name, or (when that needs changing) a cleaned one with a
+    short hash of the original, so two students never share a feedback file."""
+    import hashlib
+
+    safe = "".join(c if c.isalnum() or c in "-_.@" else "_" for c in name).lstrip(".")
+    return safe if safe == name else f"{safe}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
 
 
 def summary(con: Console, entries: list[Entry], problems: list[str], *, most: int = 8, bench: bool = False) -> None:
