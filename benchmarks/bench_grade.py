@@ -77,6 +77,9 @@ def main() -> None:
     from torchcode.classroom.pool import LocalPool
     from torchcode.grader.limits import Limits
 
+    if not args.no_ray:
+        from torchcode.classroom.ray_pool import RayPool
+
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; "
           f"python {platform.python_version()}; workers {args.workers}")
     with tempfile.TemporaryDirectory(prefix="torchcode-bench-grade-") as d:
@@ -128,8 +131,6 @@ def main() -> None:
             pool.close()
             return
         # Ray against the local pool on the same submissions, alternated (the machine's load drifts): best of 2
-        from torchcode.classroom.ray_pool import RayPool
-
         rp = RayPool(args.workers, None, None, Limits(device="cpu"), "cpu", list(PROBLEMS))
         t = time.perf_counter()
         rp.start()
