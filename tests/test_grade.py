@@ -87,6 +87,16 @@ def test_discover_lists_submissions_and_unknown_files(tmp_path):
     assert unknown == {"README.txt", "erin/notes.txt", "erin/gqa_draft.py"}
 
 
+def test_the_output_folder_among_the_students_is_not_a_student(tmp_path):
+    work = tmp_path / "class"
+    shutil.copytree(CLASS, work)
+    (work / "grades").mkdir()
+    (work / "grades" / "grades.csv").write_text("student,problem\n")
+    found = discover(work, PROBLEMS, tmp_path / "unpacked", skip=work / "grades")
+    assert "grades" not in found.students and not any(u.startswith("grades") for u in found.unknown)
+    assert "grades" in discover(work, PROBLEMS, tmp_path / "unpacked2").students  # without skip it would be
+
+
 def test_zip_is_unpacked_safely_through_wrapper_folders(tmp_path):
     archive = tmp_path / "export.zip"
     with zipfile.ZipFile(archive, "w") as z:

@@ -41,8 +41,9 @@ class Discovery:
     unknown: list[str] = field(default_factory=list)  # "path: why", relative to the input
 
 
-def discover(source: Path, problems: list[str], unpack_to: Path) -> Discovery:
-    """Submissions for ``problems`` under ``source`` (a folder or a .zip, unpacked into ``unpack_to``)."""
+def discover(source: Path, problems: list[str], unpack_to: Path, skip: Path | None = None) -> Discovery:
+    """Submissions for ``problems`` under ``source`` (a folder or a .zip, unpacked into ``unpack_to``);
+    ``skip`` (the output folder, when it lies among the student folders) is not a student."""
     if not source.exists():
         raise UsageError(f"no such folder or zip: {source}")
     unknown: list[str] = []
@@ -55,8 +56,9 @@ def discover(source: Path, problems: list[str], unpack_to: Path) -> Discovery:
     root = _class_root(source)
     found = Discovery(root=root, unknown=unknown)
     wanted = set(problems)
+    skip = skip.resolve() if skip is not None else None
     for entry in sorted(root.iterdir()):
-        if _ignored(entry):
+        if _ignored(entry) or entry.resolve() == skip:
             continue
         if entry.is_symlink() or not entry.is_dir():
             found.unknown.append(f"{_rel(entry, source)}: not a student folder")

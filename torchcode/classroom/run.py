@@ -54,7 +54,7 @@ def run(opts: Options, cat: Catalog, con: Console) -> int:
     for p in problems:
         _dtypes(cat.get(p), opts.dtypes)  # a --dtype a problem does not declare is refused before anything starts
     with tempfile.TemporaryDirectory(prefix="torchcode-grade-") as unpack, Gradebook(opts.out) as book:
-        found = discover(opts.submissions, problems, Path(unpack) / "unpacked")
+        found = discover(opts.submissions, problems, Path(unpack) / "unpacked", skip=opts.out)
         if not found.submissions:
             raise UsageError(f"no submissions in {opts.submissions}: it should hold one folder per student with "
                              f"PROBLEM.py files for {', '.join(problems)} (the files `torchcode start` writes)")
@@ -84,9 +84,11 @@ def _grade(opts: Options, cat: Catalog, con: Console, book: Gradebook, found: Di
                   + (f" on {pool.workers} {pool.backend} worker{'s' * (pool.workers != 1)} ({device})" if jobs else ""),
                   highlight=False)
         run_id = book.start_run(seed, pool.backend, pool.workers or 0, skipped)
+        left = {s.key: s for s in jobs}
         with _progress(con, len(jobs)) as advance:
             for outcome in pool.results(jobs, seed, dtypes):
                 sub = outcome.submission
+                left.pop(sub.key, None)
                 if outcome.report is None:
                     errors[sub.key] = outcome.error
                 else:
@@ -98,6 +100,8 @@ def _grade(opts: Options, cat: Catalog, con: Console, book: Gradebook, found: Di
                         book.put(row, run_id)
                     graded += 1
                 advance(sub)
+        for key in left:  # only if every worker stopped early (never expected): said, and tried again next run
+            errors[key] = "the grading workers stopped before it was graded"
         if opts.bench:
             _bench(con, cat, book, pool, found, seed, fps)
         status = "done" if not errors else "incomplete"
