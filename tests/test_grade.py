@@ -85,6 +85,8 @@ def test_discover_lists_submissions_and_unknown_files(tmp_path):
     assert {s.key for s in found.submissions} == wanted
     unknown = {u.split(":")[0] for u in found.unknown}
     assert unknown == {"README.txt", "erin/notes.txt", "erin/gqa_draft.py"}
+    only = discover(CLASS, ["repeat_kv"], tmp_path / "unpacked", known=("sdpa", "repeat_kv", "causal_attention"))
+    assert {u.split(":")[0] for u in only.unknown} == unknown | {"erin/"}  # others' files are not unknown; erin has none
 
 
 def test_the_output_folder_among_the_students_is_not_a_student(tmp_path):

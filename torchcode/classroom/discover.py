@@ -41,9 +41,11 @@ class Discovery:
     unknown: list[str] = field(default_factory=list)  # "path: why", relative to the input
 
 
-def discover(source: Path, problems: list[str], unpack_to: Path, skip: Path | None = None) -> Discovery:
+def discover(source: Path, problems: list[str], unpack_to: Path, skip: Path | None = None,
+             known: tuple[str, ...] = ()) -> Discovery:
     """Submissions for ``problems`` under ``source`` (a folder or a .zip, unpacked into ``unpack_to``);
-    ``skip`` (the output folder, when it lies among the student folders) is not a student."""
+    ``skip`` (the output folder, when it lies among the student folders) is not a student; files of the
+    ``known`` problems not asked for are passed over quietly."""
     if not source.exists():
         raise UsageError(f"no such folder or zip: {source}")
     unknown: list[str] = []
@@ -65,7 +67,7 @@ def discover(source: Path, problems: list[str], unpack_to: Path, skip: Path | No
             continue
         has_any = False
         for f in sorted(entry.iterdir()):
-            why = _why_not(f, wanted)
+            why = _why_not(f, wanted, set(known))
             if why is None:
                 data = f.read_bytes()
                 found.submissions.append(Submission(entry.name, f.stem, f.resolve(), hashlib.sha256(data).hexdigest()))
@@ -78,7 +80,7 @@ def discover(source: Path, problems: list[str], unpack_to: Path, skip: Path | No
     return found
 
 
-def _why_not(f: Path, wanted: set[str]) -> str | None:
+def _why_not(f: Path, wanted: set[str], known: set[str]) -> str | None:
     """None for a submission, "" for a file quietly skipped, else why it is not a submission."""
     if _ignored(f):
         return ""
@@ -89,7 +91,7 @@ def _why_not(f: Path, wanted: set[str]) -> str | None:
     if f.suffix != ".py":
         return "not a .py file"
     if f.stem not in wanted:
-        return "not a problem being graded"
+        return "" if f.stem in known else "not a problem being graded"
     if f.stat().st_size > MAX_FILE:
         return f"larger than {MAX_FILE >> 20} MB"
     return None

@@ -54,7 +54,7 @@ def run(opts: Options, cat: Catalog, con: Console) -> int:
     for p in problems:
         _dtypes(cat.get(p), opts.dtypes)  # a --dtype a problem does not declare is refused before anything starts
     with tempfile.TemporaryDirectory(prefix="torchcode-grade-") as unpack, Gradebook(opts.out) as book:
-        found = discover(opts.submissions, problems, Path(unpack) / "unpacked", skip=opts.out)
+        found = discover(opts.submissions, problems, Path(unpack) / "unpacked", skip=opts.out, known=tuple(cat.ids()))
         if not found.submissions:
             raise UsageError(f"no submissions in {opts.submissions}: it should hold one folder per student with "
                              f"PROBLEM.py files for {', '.join(problems)} (the files `torchcode start` writes)")
