@@ -3,6 +3,7 @@ migration of a store written by an older torchcode (it keeps working and loses n
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import sqlite3
@@ -75,6 +76,10 @@ def test_history_lists_attempts_and_keeps_each_source(cli, workdir, torchcode_ho
     assert "Accepted" in lines[1] and f" {total}/{total} " in lines[1], r.out
     assert time.strftime("%Y-%m-%d") in lines[0]
     assert cli("history").out == r.out  # defaults to the problem started here
+    listed = json.loads(cli("history", "sdpa", "--json").out)
+    assert listed["problem"] == "sdpa" and [a["n"] for a in listed["attempts"]] == [1, 2]
+    assert [a["verdict"] for a in listed["attempts"]] == ["wrong_answer", "accepted"]
+    assert listed["attempts"][0]["seed"] == int(seed) and all(a["source_kept"] for a in listed["attempts"])
 
     r = cli("history", "sdpa", "--show", "1")
     assert r.code == 0 and r.out == WRONG, r.text  # byte for byte: `> sdpa.py` restores it

@@ -301,3 +301,45 @@ def test_readme_set_up_commands_pasted_one_after_the_other(tmp_path, torchcode_h
     assert f"AFTER-FIRST: {checkout}" in p.stdout and "SECOND-CAN-INSTALL-HERE" in p.stdout, p.stdout
     assert not (torchcode_home / "progress.sqlite3").exists()  # the user's progress: nothing recorded
     assert sorted(p.name for p in checkout.iterdir()) == ["pyproject.toml"]  # nothing written in the checkout
+
+
+def test_ctrl_c_on_a_terminal_erases_the_progress_line(workdir, torchcode_home):
+    import select
+    import signal
+    import time
+
+    (workdir / "sdpa.py").write_text(ENDLESS)
+    leader, follower = pty.openpty()
+    p = subprocess.Popen([shutil.which("torchcode"), "check", "sdpa"], cwd=workdir, stdin=subprocess.DEVNULL,
+                         stdout=follower, stderr=follower, start_new_session=True,
+                         env={**os.environ, "NO_COLOR": "1", "COLUMNS": "120"})
+    os.close(follower)
+    out, sent, deadline = b"", False, time.monotonic() + 120
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([leader], [], [], 0.1)
+        if ready:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        if not sent and re.search(rb"case 1/\d+: \w+, float32  0\.[3-9]s", out):
+            os.killpg(p.pid, signal.SIGINT)
+            sent = True
+    os.close(leader)
+    assert sent and p.wait(timeout=30) == 130, out[-500:]
+    text = out.decode()
+    assert text.endswith("\r\x1b[2Kinterrupted: the check was stopped and nothing was recorded\r\n"), repr(text[-200:])
+    assert not (torchcode_home / "progress.sqlite3").exists() or not _attempts(torchcode_home)
+
+
+def _attempts(home):
+    import sqlite3
+
+    con = sqlite3.connect(home / "progress.sqlite3")
+    try:
+        return con.execute("SELECT * FROM attempts").fetchall()
+    finally:
+        con.close()

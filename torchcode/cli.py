@@ -198,11 +198,12 @@ def history(problem: LastProblemArg = None,
             show: Annotated[Optional[int], typer.Option(metavar="N", help="Print the source of attempt N.")] = None,
             diff: Annotated[Optional[tuple[int, int]], typer.Option(
                 metavar="N M", help="Show what changed from attempt N to attempt M.")] = None,
+            json_: Annotated[bool, typer.Option("--json", help="The attempts as one JSON object.")] = False,
             problems_dir: PacksOpt = None):
     """Your attempts at PROBLEM: time, verdict, cases passed, seed, duration; the source of each."""
     from torchcode.commands import history as cmd
 
-    raise typer.Exit(cmd.run(problem, show, diff, problems_dir))
+    raise typer.Exit(cmd.run(problem, show, diff, problems_dir, json_))
 
 
 @app.command()

@@ -13,7 +13,7 @@ from torchcode.errors import UsageError
 
 
 def run(problem: str | None, show: int | None, diff: tuple[int, int] | None,
-        problems_dirs: list[Path] | None) -> int:
+        problems_dirs: list[Path] | None, as_json: bool = False) -> int:
     if show is not None and diff is not None:
         raise UsageError("use either --show N or --diff N M, not both")
     cat = catalog(problems_dirs)
@@ -21,6 +21,13 @@ def run(problem: str | None, show: int | None, diff: tuple[int, int] | None,
     spec = problem_or_last(cat, st, problem, "history")
     attempts = shown_progress(lambda: st.history(spec.id), [])
     warn_store(st)
+    if as_json and show is None and diff is None:
+        import json
+
+        keys = ("at", "verdict", "passed", "total", "seed", "seconds", "kernel_seconds", "sha256", "file")
+        rows = [{"n": n, **{k: a[k] for k in keys}, "source_kept": a["has_source"]} for n, a in enumerate(attempts, 1)]
+        print(json.dumps({"problem": spec.id, "attempts": rows}, indent=2))
+        return 0
     if show is None and diff is None:
         from torchcode.render import console
         from torchcode.render.history import history
