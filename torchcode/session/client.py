@@ -7,6 +7,7 @@ import dataclasses
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -46,6 +47,7 @@ class Session:
         self.problems_dirs = [str(Path(p).resolve()) for p in problems_dirs or []]
         self.device: str | None = None
         self._proc: subprocess.Popen | None = None
+        self._sources: str | None = None
         self._log = None
         self._sock: socket.socket | None = None
         self._buf = b""
@@ -96,6 +98,9 @@ class Session:
         if self._log is not None:
             self._log.close()
             self._log = None
+        sources, self._sources = self._sources, None
+        if sources and Path(sources).name.startswith("torchcode-session-"):
+            shutil.rmtree(sources, ignore_errors=True)  # left behind when the process was killed
 
     def cancel(self) -> None:
         """Stop the grade in flight (from another thread); its ``grade`` raises ``Cancelled``."""
@@ -187,6 +192,7 @@ class Session:
             self.close()
             raise _error(msg["error"])
         self.device = msg.get("device")
+        self._sources = msg.get("sources")  # its folder of texts to grade, removed by close() if it was killed
 
     def _send(self, obj: dict) -> None:
         try:

@@ -10,7 +10,7 @@ Lines in:  {"op": "grade", "problem": ID, "path": FILE | null, "source": TEXT | 
             "seed": N | null, "dtypes": [...] | null}
            {"op": "warm", "problems": [ID, ...]}
            {"op": "bench", "problem": ID, "path": FILE, "dtype": D, "sizes": [...] | null, "reps": N}
-Lines out: {"ready": true, "device": "cpu", "pid": N}          (once, at start)
+Lines out: {"ready": true, "device": "cpu", "pid": N, "sources": DIR}  (once, at start)
            {"event": {...}}                                      (progress of a grade)
            {"report": {...}} | {"bench": {...}} | {"ok": true}     (the answer)
            {"error": {"kind": "usage" | "grader" | "cancelled" | "internal", "message": "..."}}
@@ -84,7 +84,7 @@ def main() -> None:
     torch.set_num_threads(limits.threads)  # the trusted side computes with the worker's threads (judge.threads)
     sources = Path(tempfile.mkdtemp(prefix="torchcode-session-"))  # texts to grade (a notebook cell, an editor)
     threading.Thread(target=_orphan_watch, args=(int(config.get("parent") or os.getppid()),), daemon=True).start()
-    send({"ready": True, "device": limits.device, "pid": os.getpid()})
+    send({"ready": True, "device": limits.device, "pid": os.getpid(), "sources": str(sources)})
     try:
         for line in requests:
             try:
