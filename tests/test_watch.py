@@ -335,3 +335,25 @@ def test_on_a_terminal_the_running_case_shows_and_ctrl_c_stops_it(workdir, tmp_p
         except ChildProcessError:
             pass
         os.close(master)
+
+
+def test_a_grading_session_that_dies_is_said_and_the_next_save_grades(workdir, watching, torchcode_home):
+    """Not the learner's fault, so not a verdict: the error is said, nothing recorded, and the next
+    save starts a new session and grades."""
+    start, tmp = watching
+    target = workdir / "sdpa.py"
+    target.write_text(SLOW_EVERY)
+    w = start("sdpa.py")
+    w.wait_for(lambda: "running case " in w.errors())
+    server = [p for p in _family(w.p.pid)  # the session's process: watch's child (its zygote and worker are its)
+              if int(Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[1]) == w.p.pid]
+    assert len(server) == 1, server
+    os.kill(server[0], signal.SIGKILL)
+    w.wait_for(lambda: "The next save tries again." in w.errors())
+    assert "error: " in w.errors() and "Traceback" not in w.errors(), w.errors()
+    assert w.reports() == 0
+    _save(target, SOLUTION)
+    assert "Accepted" in w.wait_report(1)
+    code, err = w.interrupt(group=True)
+    _assert_nothing_left(w, tmp, code, err)
+    assert _attempts(torchcode_home) == [("accepted", _sha(SOLUTION))]
