@@ -131,6 +131,8 @@ def test_notebook_wrong_then_fixed_then_status(cli, workdir, torchcode_home, jup
 
 
 def test_a_hostile_cell_never_reaches_the_kernel(workdir, torchcode_home, jupyter_env):
+    """A cell that tampers with its interpreter leaves the kernel as it was; usage errors are one line;
+    tracebacks name the cell's lines; a kernel that has run torch ops itself still grades."""
     nb = nbformat.v4.new_notebook()
     nb.cells = [
         _code("%load_ext torchcode"),
@@ -143,6 +145,9 @@ def test_a_hostile_cell_never_reaches_the_kernel(workdir, torchcode_home, jupyte
         _code("%%torchcode gqa\nimport torch\n\nclass GroupQueryAttention(torch.nn.Module:\n    pass\n"),
         _code("%%torchcode gqa\n" + RIGHT.replace("    def forward(self, x):\n", "    def forward(self, x):\n        1 / 0\n")),
         _code("%torchcode hint"),
+        # the kernel now computes with torch itself (a fork of it could hang): grading still works
+        _code("import torch\nx = torch.randn(512, 512)\nprint('ops ran:', float((x @ x).sum()) == float((x @ x).sum()))"),
+        _code("%%torchcode gqa\n" + RIGHT),
     ]
     _execute(nb, workdir)
     assert "error: which problem?" in _text(nb.cells.pop(1))
@@ -153,6 +158,8 @@ def test_a_hostile_cell_never_reaches_the_kernel(workdir, torchcode_home, jupyte
     assert "torchcode-src" not in syntax + runtime
     hint = _text(nb.cells[8])
     assert "Hint 1 of 3" in hint, hint  # the problem of the last graded cell
+    assert "ops ran: True" in _text(nb.cells[9])
+    assert "Accepted" in _text(nb.cells[10]), _text(nb.cells[10])
     assert "tampered: False False" in _text(nb.cells[2]), _text(nb.cells[2])
     assert "Accepted" in _text(nb.cells[3]), _text(nb.cells[3])
     assert "error: no problem named 'nosuch'" in _text(nb.cells[4]) and "Traceback" not in _text(nb.cells[4])
