@@ -208,3 +208,29 @@ def test_reset_progress_asks_on_a_terminal(workdir, torchcode_home):
         os.close(leader)
         assert (b"Nothing was forgotten" in out) == (answer == b"n\n"), out
         assert len(_rows(torchcode_home, "SELECT * FROM attempts")) == kept
+
+
+MIGRATING_WRITER = """
+import sys
+from torchcode.progress import Store
+s = Store()
+for i in range(int(sys.argv[2])):
+    s.record_attempt(problem=sys.argv[1], verdict="wrong_answer", passed=i, total=9, seconds=0.1,
+                     kernel_seconds=0.01, sha256="x" * 64, file="f.py", seed=i, source=f"# {sys.argv[1]} {i}".encode())
+"""
+
+
+def test_many_processes_migrating_an_old_store_at_once_lose_nothing(workdir, torchcode_home):
+    import subprocess
+    import sys
+
+    old = _old_store(torchcode_home, workdir)
+    procs = [subprocess.Popen([sys.executable, "-c", MIGRATING_WRITER, f"p{k}", "5"], stderr=subprocess.PIPE)
+             for k in range(6)]
+    for p in procs:
+        assert p.wait(timeout=120) == 0, p.stderr.read().decode()
+    assert _rows(torchcode_home, "PRAGMA user_version") == [(2,)]
+    assert len(_rows(torchcode_home, "SELECT * FROM attempts")) == len(old) + 30
+    assert sorted(r[0] for r in _rows(torchcode_home, "SELECT source FROM attempts WHERE problem = 'p3'")) == [
+        f"# p3 {i}".encode() for i in range(5)]
+    assert [p.name for p in torchcode_home.iterdir() if ".corrupt-" in p.name] == []
