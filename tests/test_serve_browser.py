@@ -126,6 +126,7 @@ def test_solve_a_problem_in_the_browser(browser, served):
     _wait(d, lambda d: d.find_element(By.ID, "check").text == "Check", what="the Check button back")
     assert _editor(d).splitlines()[-1] == "    " + FIX  # brackets closed as typed, not doubled
     d.find_element(By.ID, "check").click()
+    assert not d.find_elements(By.ID, "report-text")  # the last report goes at once
     verdict, text = _report(d)
     assert verdict == "accepted", text
     assert "Accepted" in text and "All hidden cases pass" in text

@@ -117,12 +117,14 @@
     saveTimer = setTimeout(saveNow, 600);
   });
 
+  // Save the editor's text; true when it is on disk (false: a clash with the disk, or an error, shown)
   async function saveNow() {
     clearTimeout(saveTimer);
-    if (!dirty || !file.exists) return saving;
-    if (saving) await saving;
+    while (saving) await saving;
+    if (!dirty || !file.exists) return !dirty;
     const text = editor.getValue();
     epoch++;
+    let ok = false;
     saving = (async () => {
       const r = await api("PUT", base + "/file", {text, sha: file.sha});
       if (r.status === 409) {
@@ -131,11 +133,13 @@
         setState("not saved: " + (r.body.error || r.status), "bad");
       } else {
         file = r.body;
+        ok = true;
         if (editor.getValue() === text) { dirty = false; setState("saved"); }
         hideNote();
       }
     })();
     try { await saving; } finally { saving = null; }
+    return ok;
   }
 
   // -- a change on disk (the learner's own editor, `torchcode reset`) shows here ----------------
@@ -189,37 +193,35 @@
   // -- check -----------------------------------------------------------------------------------
   async function check() {
     if (checking || !file.exists) return;
-    clearTimeout(saveTimer);
-    if (saving) await saving;
+    const progress = $("progress");
+    const report = $("report");
+    report.replaceChildren();  // at once: the last report is not this check's
+    progress.replaceChildren(el("div", "running", dirty ? "Saving…" : "Starting the grader…"));
+    if (dirty && !(await saveNow())) {  // what is graded is the file: the editor's text goes there first
+      progress.replaceChildren(el("div", "error", "Not checked: your text could not be saved (see above)."));
+      return;
+    }
+    if (checking) return;
     checking = true;
     epoch++;
     showFile();
     $("check").textContent = "Stop";
-    const progress = $("progress");
-    const report = $("report");
-    report.replaceChildren();
     progress.replaceChildren(el("div", "running", "Starting the grader…"));
     const lines = {};
-    const body = dirty ? {text: editor.getValue(), sha: file.sha} : {};
     try {
-      dirty = false;
       stopper = new AbortController();
-      await stream(base + "/check", body, (ev) => onEvent(ev, progress, report, lines), stopper.signal);
+      await stream(base + "/check", {}, (ev) => onEvent(ev, progress, report, lines), stopper.signal);
     } catch (e) {
       if (e.name === "AbortError") {
         progress.replaceChildren(el("div", "error", "Stopped: the check was cancelled and nothing was recorded."));
         return;
       }
-      if (e.status && body.text !== undefined) dirty = true;  // not saved
-      if (e.status === 409 && e.body && e.body.file) conflict(e.body.file);
       progress.replaceChildren(el("div", "error", e.status ? e.message : "the connection to torchcode serve was lost: " + e));
     } finally {
       checking = false;
       stopper = null;
       $("check").textContent = "Check";
       showFile();
-      const r = await api("GET", base + "/file");
-      if (r.ok && !dirty) { file = r.body; showFile(); }
     }
   }
   $("check").onclick = () => (stopper ? stopper.abort() : check());
