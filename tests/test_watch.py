@@ -74,6 +74,7 @@ class Watch:
             self.p = subprocess.Popen(_torchcode() + ["watch", *args, "--device", "cpu"], cwd=workdir, env=env,
                                       stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True)
         self.seen: set[int] = set()
+        self.header = HEADER  # what heads each report
 
     def text(self) -> str:
         return self.out.read_text()
@@ -92,7 +93,7 @@ class Watch:
         self.seen |= _family(self.p.pid)
 
     def reports(self) -> int:
-        return len(HEADER.findall(self.text()))
+        return len(self.header.findall(self.text()))
 
     def wait_report(self, count: int) -> str:
         """The ``count``-th report (1-based), once it is fully drawn."""
@@ -100,7 +101,7 @@ class Watch:
         return self._nth(count)
 
     def _nth(self, n: int) -> str:
-        parts = HEADER.split(self.text())
+        parts = self.header.split(self.text())
         return parts[n] if len(parts) > n else ""
 
     @staticmethod
@@ -357,3 +358,19 @@ def test_a_grading_session_that_dies_is_said_and_the_next_save_grades(workdir, w
     code, err = w.interrupt(group=True)
     _assert_nothing_left(w, tmp, code, err)
     assert _attempts(torchcode_home) == [("accepted", _sha(SOLUTION))]
+
+
+def test_watch_a_problem_from_a_pack(workdir, watching, torchcode_home):
+    """`--problems-dir` reaches the session, and the reproduce line names the pack."""
+    start, tmp = watching
+    pack = ROOT / "tests" / "fixtures" / "course_pack"
+    (workdir / "good_attention.py").write_text((pack / "problems" / "good_attention" / "wrong" / "missing_scale.py").read_text())
+    w = start("good_attention.py", "--problems-dir", str(pack))
+    w.header = re.compile(r"good_attention\.py at \d\d:\d\d:\d\d")
+    report = w.wait_report(1)
+    assert "Wrong answer" in report and f"--problems-dir {os.path.relpath(pack, workdir)}" in report, report
+    _save(workdir / "good_attention.py", (pack / "solutions" / "good_attention.py").read_text())
+    assert "Accepted" in w.wait_report(2)
+    code, err = w.interrupt(group=False)
+    _assert_nothing_left(w, tmp, code, err)
+    assert [v for v, _ in _attempts(torchcode_home)] == ["wrong_answer", "accepted"]
