@@ -4,9 +4,9 @@ Three threads of control:
 
 - a watcher thread (watchfiles) watches the file's folder and, when the file changes, flags it
   and cancels a grade still running on the older content (the newer one is graded instead);
-- the main thread waits for the flag, reads the file once (a file caught mid-write is graded as
-  it is then; the write's end is another change, graded next), grades that text in the session,
-  records the attempt like `check` and redraws the report;
+- the main thread waits for the flag and has the session grade the file (the grader reads it once:
+  a file caught mid-write is graded as it is then, and the write's end is another change, graded
+  next), records the attempt like `check` and redraws the report;
 - while a case runs longer than half a second, the progress display names it.
 
 Ctrl-C ends it: the watcher stops, the session (its process, zygote and worker) is closed, exit 0.
