@@ -409,3 +409,25 @@ def _alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_the_token_swap_redirects_only_to_this_server(served):
+    for path, where in (("//evil.example/x", "/evil.example/x"), ("/p/sdpa%0d%0aSet-Cookie:x=1", None)):
+        status, headers, _ = served.request("GET", f"{path}?token={served.token}", auth=False)
+        assert status == 303, path
+        assert headers["location"].startswith("/") and not headers["location"].startswith("//")
+        assert "\r" not in headers["location"] and "\n" not in headers["location"]
+        if where:
+            assert headers["location"] == where
+
+
+def test_what_the_submission_controls_is_shown_inertly_in_the_report():
+    from torchcode.grader.result import CaseResult, Report, Verdict
+    from torchcode.web.workspace import report_html
+
+    r = Report(problem="sdpa", file="x.py", verdict=Verdict.RUNTIME_ERROR, seed=1, message="<script>alert(1)</script>",
+               output="<img src=x onerror=alert(1)>\x1b[2J", cases=[CaseResult("small", Verdict.RUNTIME_ERROR,
+                                                                           message="<svg onload=alert(1)>")])
+    html = report_html(r, "<b>sdpa.py</b>")
+    assert "<script" not in html and "<img" not in html and "<svg" not in html and "<b>" not in html
+    assert "&lt;script&gt;" in html and "\x1b" not in html and "\\x1b[2J" in html

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hmac
 import json
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 SAFE_METHODS = ("GET", "HEAD")
 HEADERS = [  # on every answer
@@ -53,7 +53,7 @@ class Guard:
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
         if "token" in query and scope["method"] in SAFE_METHODS:  # the URL printed at start: swap it for a cookie
             rest = urlencode({k: v for k, v in query.items() if k != "token"})
-            location = scope["path"] + (f"?{rest}" if rest else "")
+            location = "/" + quote(scope["path"].lstrip("/")) + (f"?{rest}" if rest else "")  # never //elsewhere
             cookie = f"{self.cookie}={self.token}; Path=/; HttpOnly; SameSite=Strict"
             return await _answer(send, 303, "", [(b"location", location.encode()), (b"set-cookie", cookie.encode())])
 
