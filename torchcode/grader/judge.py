@@ -66,15 +66,17 @@ class Grader:
         self.zygote.close()
 
     # -- a warm session's head start (see torchcode.session) ----------------------------------------------
-    def prepare_ahead(self, spec: ProblemSpec, dtypes: list[str] | None = None) -> None:
+    def prepare_ahead(self, spec: ProblemSpec, dtypes: list[str] | None = None, seed: int | None = None) -> None:
         """Draw the next grade's seed now and build its cases (the reference's results) in a background
         thread, while nobody waits; a ``grade`` of the same problem and dtypes with no seed given uses them.
-        The seed stays hidden all the same: drawn at random, in this process."""
+        The seed stays hidden all the same: drawn at random, in this process. With ``seed`` (a class graded
+        on one seed), the cases of that seed, for a ``grade`` that gives the same seed."""
         self.drop_ahead(workers=False)
         problem = self.problem(spec)
         dts = list(dtypes or default_dtypes(spec, self.limits.device))
         defs = [(d, dt) for dt in dts for d in problem.cases]
-        ahead = _Ahead((str(spec.folder), tuple(dts)), secrets.randbelow(2**31))
+        ahead = _Ahead((str(spec.folder), tuple(dts)), secrets.randbelow(2**31) if seed is None else int(seed))
+        ahead.given = seed is not None
 
         def work():
             for replay in (False, True):
@@ -217,7 +219,8 @@ class Grader:
         lim = self.limits
         dtypes = list(dtypes or default_dtypes(spec, lim.device))
         ahead = self._take_ahead(spec, dtypes)
-        if ahead is not None and (seed is not None or only):  # this grade's seed or cases are its own
+        if ahead is not None and (only or (seed is None if ahead.given else seed is not None)
+                                  or ahead.given and int(seed) != ahead.seed):  # this grade's seed or cases are its own
             ahead.stop = True
             ahead = None
         seed = ahead.seed if ahead else secrets.randbelow(2**31) if seed is None else int(seed)
@@ -452,6 +455,7 @@ class _Ahead:
 
     def __init__(self, key: tuple, seed: int):
         self.key, self.seed = key, seed
+        self.given = False  # the seed was given by the caller (never used for a grade that asks for a hidden one)
         self.preps: dict = {}
         self.lock = threading.Lock()
         self.stop = False

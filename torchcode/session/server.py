@@ -106,7 +106,7 @@ def main() -> None:
                     send({"report": report.to_dict()})
                     # the next grade is most likely this one again: its worker and cases, ready before it comes
                     grader.spawn_ahead(spec, path, req.get("dtypes"))
-                    grader.prepare_ahead(spec, req.get("dtypes"))
+                    grader.prepare_ahead(spec, req.get("dtypes"), seed=req.get("seed"))
                 elif req.get("op") == "bench":  # an accepted kernel against the reference (torchcode.grader.bench)
                     from torchcode.grader.bench import run_bench
 
