@@ -371,3 +371,21 @@ def test_feedback_file_names_never_collide():
     files = [_safe(n) for n in names]
     assert files[0] == "alice" and len(set(files)) == len(names)
     assert all("/" not in f and not f.startswith(".") for f in files)
+
+
+def test_a_class_seed_is_built_ahead_but_never_reused_for_a_hidden_one():
+    """A session grading a class (one seed given every time) builds the next grade's cases for that seed;
+    a later grade that asks for a hidden seed never gets the one the caller knows."""
+    from torchcode.grader.limits import Limits
+    from torchcode.session import Session
+
+    sdpa = CLASS / "alice" / "sdpa.py"
+    with Session(limits=Limits(device="cpu")) as s:
+        first = s.grade("sdpa", path=sdpa, seed=1234)
+        time.sleep(0.5)  # the head start, built for seed 1234
+        second = s.grade("sdpa", path=CLASS / "bob" / "sdpa.py", seed=1234)
+        hidden = s.grade("sdpa", path=sdpa)
+        other = s.grade("sdpa", path=sdpa, seed=99)
+    assert first.seed == second.seed == 1234 and first.passed and second.verdict.value == "wrong_answer"
+    assert hidden.seed != 1234 and hidden.passed
+    assert other.seed == 99 and other.passed

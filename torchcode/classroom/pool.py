@@ -75,7 +75,7 @@ class LocalPool:
     def results(self, jobs: list[Submission], seed: int, dtypes: dict) -> Iterator[Outcome]:
         """Grade ``jobs`` (``dtypes``: problem -> the dtypes to grade it in, None for the device's default)."""
         todo: queue.Queue = queue.Queue()
-        for job in jobs:
+        for job in by_problem(jobs):
             todo.put(job)
         done: queue.Queue = queue.Queue()
         self._threads = [threading.Thread(target=self._work, args=(s, todo, done, seed, dtypes), daemon=True)
@@ -118,6 +118,12 @@ class LocalPool:
         for s in self.sessions:
             s.close()
         self.sessions = []
+
+
+def by_problem(jobs: list[Submission]) -> list[Submission]:
+    """One problem's submissions in a row: a session builds the next grade's cases (same problem, the
+    class's seed) while it waits for the next request, so they are ready when it comes."""
+    return sorted(jobs, key=lambda j: (j.problem, j.student))
 
 
 def grade_one(session, job: Submission, seed: int, dtypes: dict, stop: threading.Event | None = None,

@@ -20,7 +20,7 @@ from typing import Iterator
 
 from torchcode import paths
 from torchcode.classroom.discover import Submission
-from torchcode.classroom.pool import Outcome, bench_one, grade_one
+from torchcode.classroom.pool import Outcome, bench_one, by_problem, grade_one
 from torchcode.errors import GraderError, UsageError
 
 IN_FLIGHT = 2  # grades queued per actor, so it never waits for the next round trip
@@ -129,7 +129,7 @@ class RayPool:
 
     def results(self, jobs: list[Submission], seed: int, dtypes) -> Iterator[Outcome]:
         ray = self.ray
-        todo = list(reversed(jobs))
+        todo = list(reversed(by_problem(jobs)))
         pending: dict = {}  # object ref -> (actor, job)
         load = {id(a): 0 for a in self.actors}
 
