@@ -431,3 +431,12 @@ def test_what_the_submission_controls_is_shown_inertly_in_the_report():
     html = report_html(r, "<b>sdpa.py</b>")
     assert "<script" not in html and "<img" not in html and "<svg" not in html and "<b>" not in html
     assert "&lt;script&gt;" in html and "\x1b" not in html and "\\x1b[2J" in html
+
+
+def test_without_the_serve_extra_it_says_what_to_install(cli, tmp_path):
+    fake = tmp_path / "no_extra" / "uvicorn"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError(\"No module named 'uvicorn'\", name='uvicorn')\n")
+    r = cli("serve", "--no-browser", "--port", "0", env={"PYTHONPATH": str(tmp_path / "no_extra")}, timeout=60)
+    assert r.code == 2 and "pip install 'torchcode[serve]'" in r.err and "uvicorn" in r.err
+    assert "Traceback" not in r.text
