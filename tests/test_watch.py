@@ -24,7 +24,10 @@ import pytest
 
 from conftest import ROOT
 
-pytest.importorskip("watchfiles", reason="torchcode watch needs watchfiles (a core dependency): pip install -e '.[test]'")
+try:
+    import watchfiles  # noqa: F401  (a core dependency: its absence is a broken install)
+except ImportError:
+    pytest.fail("torchcode watch needs watchfiles, a core dependency: pip install -e '.[test]'", pytrace=False)
 
 SOLUTION = (ROOT / "solutions" / "sdpa.py").read_text()
 WRONG = (ROOT / "problems" / "sdpa" / "wrong" / "scale_by_dk.py").read_text()
