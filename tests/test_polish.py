@@ -217,6 +217,8 @@ def test_a_long_check_shows_what_runs_on_a_terminal(workdir, torchcode_home):
     before = re.sub(r"\x1b\[[0-9;]*m", "", text[:text.index("Time limit exceeded")])  # styles aside
     assert before.endswith("\r\x1b[2K"), repr(before[-80:])  # erased before the report
     assert text.count("checking sdpa.py") > 5
+    starting = [float(t) for t in re.findall(r"starting the grader \(importing torch\)  (\d+\.\d)s", text)]
+    assert all(t >= 0.5 for t in starting), starting  # nothing drawn in the first half second
 
 
 def test_no_progress_line_in_pipes_or_json(cli, workdir):

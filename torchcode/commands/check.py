@@ -40,11 +40,12 @@ def run(target: str | None, problem: str | None, seed: int | None, as_json: bool
     wanted = _dtypes(spec, dtypes)
     with ProgressLine(inert(display_path(path)), enabled=progress_line.wanted(as_json),
                       limit=limits.time_limit or spec.grading.time_limit) as line:
-        line.show()  # importing torch takes a second or more: say so at once
+        line.start()  # importing torch takes a second or more: the line says so after half a second
         from torchcode.grader.judge import Grader, resolve_device  # the only command that imports torch
 
+        line.pause()  # no thread while the zygote is forked
         with _private_tempdir(), Grader(limits) as grader:  # forks the zygote before anything touches CUDA
-            line.start()  # a thread only once the zygote is forked
+            line.start()
             limits.device = resolve_device(limits.device)
             report = grader.grade(spec, path, seed=seed, dtypes=wanted, on_event=line.event)
     shown = json.dumps(report.to_dict(), indent=2) + "\n" if as_json else _rendered(report, path, spec)

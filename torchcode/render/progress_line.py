@@ -5,8 +5,8 @@ seconds (an endless loop shows a clock running towards the case's time limit, no
 and is erased before the report is printed. It is drawn on stderr, and only when both stdout and
 stderr are terminals: never into a pipe, a file or ``--json`` output.
 
-The ticking thread is started only once the grader's zygote has been forked (``start()``): a process
-that forks must not have threads that may hold a lock.
+A process that forks must not have threads that may hold a lock: the ticking thread is stopped
+(``pause()``, joined) before the grader forks its zygote, and started again after it.
 """
 
 from __future__ import annotations
@@ -39,8 +39,17 @@ class ProgressLine:
 
     def start(self) -> None:
         if self.enabled and self._thread is None:
-            self._thread = threading.Thread(target=self._tick, name="torchcode-progress", daemon=True)
+            self._stop = threading.Event()
+            self._thread = threading.Thread(target=self._tick, args=(self._stop,), name="torchcode-progress",
+                                            daemon=True)
             self._thread.start()
+
+    def pause(self) -> None:
+        """Stop the ticking thread (the line stays): no thread runs while this process forks."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
 
     def event(self, ev: dict) -> None:
         """An ``on_event`` callback for ``Grader.grade``."""
@@ -56,13 +65,8 @@ class ProgressLine:
                 return
             self.since = time.monotonic()
 
-    def show(self) -> None:
-        """Draw the line now, from the calling thread (before the ticking thread may start)."""
-        if self.enabled:
-            self._draw()
-
-    def _tick(self) -> None:
-        while not self._stop.wait(0.1):
+    def _tick(self, stop: threading.Event) -> None:
+        while not stop.wait(0.1):
             if time.monotonic() - self.t0 >= self.delay:
                 self._draw()
 
@@ -87,10 +91,7 @@ class ProgressLine:
 
     def stop(self) -> None:
         """Stop ticking and erase the line (also on Ctrl-C and errors)."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=1)
-            self._thread = None
+        self.pause()
         if self._shown:
             self._write(CLEAR)
             self._shown = False
