@@ -223,6 +223,8 @@ def test_another_address_needs_an_explicit_flag_and_warns(cli, workdir):
     assert r.code == 2 and "--allow-remote" in r.err and "Traceback" not in r.text
     r = cli("serve", str(workdir / "missing"), "--no-browser", timeout=60)
     assert r.code == 2 and "no such folder" in r.err
+    r = cli("serve", "--device", "tpu", "--no-browser", timeout=60)
+    assert r.code == 2 and "--device must be auto, cpu or cuda" in r.err
 
 
 def test_allow_remote_prints_a_warning(tmp_path):
@@ -440,3 +442,26 @@ def test_without_the_serve_extra_it_says_what_to_install(cli, tmp_path):
     r = cli("serve", "--no-browser", "--port", "0", env={"PYTHONPATH": str(tmp_path / "no_extra")}, timeout=60)
     assert r.code == 2 and "pip install 'torchcode[serve]'" in r.err and "uvicorn" in r.err
     assert "Traceback" not in r.text
+
+
+def test_a_grader_that_cannot_start_is_said_in_the_terminal_and_the_page_never_a_verdict(tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("needs a machine without CUDA (--device cuda must fail to start here)")
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "sdpa.py").write_text((ROOT / "solutions" / "sdpa.py").read_text())
+    s = start_server(tmp_path / "ws", tmp_path / "home", "--device", "cuda")
+    try:
+        status, _, events = s.request("POST", "/api/p/sdpa/check", body={})
+        assert status == 200 and [e["event"] for e in events] == ["error"], events
+        assert "no CUDA device" in events[0]["message"] and "nothing was recorded" in events[0]["message"]
+        deadline = time.monotonic() + 10
+        while "could not start" not in "".join(s.output) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert "warning: the grading session could not start" in "".join(s.output)
+    finally:
+        assert stop_server(s) == 130
+    from torchcode.progress import Store
+
+    assert Store(tmp_path / "home" / "progress.sqlite3").attempts() == []

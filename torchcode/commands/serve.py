@@ -30,6 +30,8 @@ def run(directory: Path | None, port: int | None, no_browser: bool, host: str, a
     from torchcode.web.security import Guard
     from torchcode.web.workspace import Workspace
 
+    if device not in ("auto", "cpu", "cuda"):
+        raise UsageError(f"--device must be auto, cpu or cuda, not {device!r}")
     folder = (directory or Path.cwd()).resolve()
     if not folder.is_dir():
         raise UsageError(f"no such folder: {folder}")

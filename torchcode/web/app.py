@@ -13,6 +13,7 @@ import functools
 import hashlib
 import json
 import logging
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -185,8 +186,8 @@ def create_app(ws: Workspace, *, warm: bool = True) -> Starlette:
             import torchcode.render.report  # noqa: F401  (rich's rendering: imported now, not during the first check)
 
             ws.session()
-        except Exception as e:
-            log.debug("the grading session did not start yet: %s", e)
+        except Exception as e:  # said in the terminal now; each check tries again and says it in the page
+            print(f"warning: the grading session could not start; checks will try again: {e}", file=sys.stderr, flush=True)
 
     routes = [
         Route("/", index),
