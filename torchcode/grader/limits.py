@@ -18,3 +18,5 @@ class Limits:
     device: str = "cpu"  # "cpu" or "cuda" (the worker initialises CUDA itself, before its confinement)
     # "module:function" replacing the worker's device initialiser (tests simulate a device with it)
     device_init: str | None = field(default_factory=lambda: os.environ.get("TORCHCODE_DEVICE_INIT") or None)
+    # more paths a submission may not read (grade: the class's other submissions, the gradebook, the feedback)
+    protect: list[str] = field(default_factory=list)
