@@ -41,10 +41,19 @@ def expected_sheet() -> dict[tuple[str, str], str]:
             if not f.is_file():
                 sheet[(student, problem)] = "missing"
             elif "# needs: confinement" in f.read_text() and not CONFINABLE:
-                sheet[(student, problem)] = "not_graded"  # it kills the session: no verdict, ever
+                sheet[(student, problem)] = None  # unconfined, it may kill the session or reach a classmate's file
             else:
                 sheet[(student, problem)] = expected_verdict(f)
     return sheet
+
+
+def same_verdicts(sheet: dict, want: dict) -> bool:
+    """grades.csv's verdicts are the expected ones (where one is expected on this machine)."""
+    return ({k: r["verdict"] for k, r in sheet.items() if want.get(k, "") is not None}
+            == {k: v for k, v in want.items() if v is not None})
+
+
+SUBMITTED = sum(v != "missing" for v in expected_sheet().values())
 
 
 def grades(out: Path) -> dict[tuple[str, str], dict]:
@@ -80,13 +89,13 @@ def local_run(tmp_path_factory):
 def test_discover_lists_submissions_and_unknown_files(tmp_path):
     found = discover(CLASS, PROBLEMS, tmp_path / "unpacked")
     assert found.root == CLASS
-    assert found.students == ["alice", "bob", "carol", "dave", "erin"]
+    assert found.students == sorted(p.name for p in CLASS.iterdir() if p.is_dir())
     wanted = {k for k, v in expected_sheet().items() if v != "missing"}
     assert {s.key for s in found.submissions} == wanted
     unknown = {u.split(":")[0] for u in found.unknown}
     assert unknown == {"README.txt", "erin/notes.txt", "erin/gqa_draft.py"}
     only = discover(CLASS, ["repeat_kv"], tmp_path / "unpacked", known=("sdpa", "repeat_kv", "causal_attention"))
-    assert {u.split(":")[0] for u in only.unknown} == unknown | {"erin/"}  # others' files are not unknown; erin has none
+    assert {u.split(":")[0] for u in only.unknown} == unknown | {"erin/", "mallory/"}  # others' files are not unknown; erin has none
 
 
 def test_the_output_folder_among_the_students_is_not_a_student(tmp_path):
@@ -141,9 +150,9 @@ def test_bad_input_is_one_message(tmp_path, args, message):
 def test_class_graded_with_csv_json_feedback_and_summary(local_run):
     p, out = local_run
     want = expected_sheet()
-    assert p.returncode == (1 if "not_graded" in want.values() else 0), p.stdout + p.stderr
+    assert p.returncode == 0 or None in want.values() and p.returncode == 1, p.stdout + p.stderr
     sheet = grades(out)
-    assert {k: r["verdict"] for k, r in sheet.items()} == want
+    assert same_verdicts(sheet, want)
     for (student, problem), r in sheet.items():
         if r["verdict"] == "accepted":
             assert r["cases_passed"] == r["cases_total"] and float(r["score"]) == 1.0
@@ -170,11 +179,12 @@ def test_class_graded_with_csv_json_feedback_and_summary(local_run):
 
     # the terminal: unknown files listed, the seed, the summary with pass rates and the failed cases
     assert "erin/notes.txt: not a .py file" in p.stdout and "README.txt: not a student folder" in p.stdout
-    assert f"seed {SEED}" in p.stdout and "14 to grade on 2 local workers (cpu)" in p.stdout
+    assert f"seed {SEED}" in p.stdout and f"{SUBMITTED} to grade on 2 local workers (cpu)" in p.stdout
     assert "Class summary" in p.stdout and "Cases the class failed most" in p.stdout
     sdpa_line = next(line for line in p.stdout.splitlines() if line.startswith("│ sdpa "))
     accepted = sum(v == "accepted" for (s, pr), v in want.items() if pr == "sdpa")
-    assert f"{accepted / 5:.0%}" in sdpa_line
+    if None not in want.values():
+        assert f"{accepted / sum(pr == 'sdpa' for s, pr in want):.0%}" in sdpa_line
 
 
 def test_rerun_grades_only_what_changed(local_run, tmp_path):
@@ -187,13 +197,13 @@ def test_rerun_grades_only_what_changed(local_run, tmp_path):
     args = [str(work), *PROBLEM_ARGS, "--out", str(out2), "--device", "cpu"]
 
     p = grade_cli(*args, home=tmp_path / "home", cwd=tmp_path)  # same files, no --seed: the gradebook's seed
-    assert "0 to grade, 14 already graded (unchanged)" in p.stdout, p.stdout + p.stderr
+    assert f"0 to grade, {SUBMITTED} already graded (unchanged)" in p.stdout, p.stdout + p.stderr
     assert f"seed {SEED}" in p.stdout and gradebook_rows(out2) == before
-    assert {k: r["verdict"] for k, r in grades(out2).items()} == expected_sheet()
+    assert same_verdicts(grades(out2), expected_sheet())
 
     shutil.copy(CLASS / "alice" / "sdpa.py", work / "bob" / "sdpa.py")  # bob fixes sdpa
     p = grade_cli(*args, "--feedback", "summary", "--workers", "1", home=tmp_path / "home", cwd=tmp_path)
-    assert "1 to grade, 13 already graded (unchanged)" in p.stdout, p.stdout + p.stderr
+    assert f"1 to grade, {SUBMITTED - 1} already graded (unchanged)" in p.stdout, p.stdout + p.stderr
     assert grades(out2)[("bob", "sdpa")]["verdict"] == "accepted"
     assert [r for r in gradebook_rows(out2) if r[:2] != ("bob", "sdpa")] == [r for r in before if r[:2] != ("bob", "sdpa")]
     bob = (out2 / "feedback" / "bob.txt").read_text()
@@ -225,7 +235,7 @@ def test_rerun_grades_only_what_changed(local_run, tmp_path):
     assert "lms-export/erin/notes.txt: not a .py file" in p.stdout
     assert {r[3] for r in gradebook_rows(out2) if r[1] == "repeat_kv"} == {7}
     want = {k: v for k, v in expected_sheet().items() if k[1] == "repeat_kv"}
-    assert {k: r["verdict"] for k, r in grades(out2).items()} == want
+    assert same_verdicts(grades(out2), want)
     assert (out2 / "feedback" / "bob.txt").read_text() == feedback_before  # --feedback none writes none
 
 
@@ -341,7 +351,7 @@ def test_ray_results_equal_the_local_pool(local_run, tmp_path):
     p = grade_cli(str(work), "--problems", ",".join(PROBLEMS + ["good_attention"]), "--problems-dir", str(pack),
                   "--out", str(out), "--workers", "2", "--seed", SEED, "--device", "cpu", "--ray",
                   home=tmp_path / "home", cwd=tmp_path, timeout=300)
-    assert "16 to grade on 2 Ray workers (cpu)" in p.stdout, p.stdout + p.stderr
+    assert f"{SUBMITTED + 2} to grade on 2 Ray workers (cpu)" in p.stdout, p.stdout + p.stderr
     assert "Traceback" not in p.stderr
 
     def comparable(sheet):

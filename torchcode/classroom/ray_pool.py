@@ -43,6 +43,7 @@ class GradingActor:
             with tarfile.open(fileobj=io.BytesIO(blob)) as tar:
                 _extract(tar, dest)
             dirs.append(dest)
+        limits = {**limits, "protect": [*limits.get("protect", []), str(self.tmp)]}  # the other submissions sent here
         self.session = Session(problems_dirs=dirs, limits=Limits(**limits), device=device)
         self.session.start()
         if problems:

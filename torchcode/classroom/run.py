@@ -19,6 +19,7 @@ from torchcode.catalog import Catalog
 from torchcode.classroom import feedback as fb
 from torchcode.classroom.discover import Discovery, discover
 from torchcode.classroom.gradebook import Gradebook, Row, fingerprint, score
+from torchcode.classroom.pool import relabel
 from torchcode.commands import interrupts
 from torchcode.commands.check import _dtypes
 from torchcode.errors import UsageError
@@ -58,6 +59,8 @@ def run(opts: Options, cat: Catalog, con: Console) -> int:
         if not found.submissions:
             raise UsageError(f"no submissions in {opts.submissions}: it should hold one folder per student with "
                              f"PROBLEM.py files for {', '.join(problems)} (the files `torchcode start` writes)")
+        # a submission may read none of the class's files but its own, nor the gradebook and feedback
+        opts.limits.protect = sorted({str(p.resolve()) for p in (found.root, opts.submissions, opts.out)})
         seed = _seed(opts.seed, book, con)
         _header(con, found, problems, seed)
         return _grade(opts, cat, con, book, found, problems, seed)
@@ -92,7 +95,7 @@ def _grade(opts: Options, cat: Catalog, con: Console, book: Gradebook, found: Di
                 if outcome.report is None:
                     errors[sub.key] = outcome.error
                 else:
-                    rep = dict(outcome.report, file=f"{sub.student}/{sub.problem}.py")
+                    rep = dict(relabel(outcome.report, found.root, "<class>"), file=f"{sub.student}/{sub.problem}.py")
                     row = Row(sub.student, sub.problem, rep.get("sha256") or sub.sha256, fps[sub.problem], seed,
                               rep["verdict"], rep["cases_passed"], rep["cases_total"],
                               score(rep["cases_passed"], rep["cases_total"], rep["verdict"]), rep["seconds"], rep)
@@ -203,6 +206,7 @@ def _limits(limits) -> dict:
 
     d = asdict(limits) if limits is not None else {}
     d.pop("device", None)  # the resolved device is in the settings itself
+    d.pop("protect", None)  # where the files are (a zip unpacks to a new folder each run) changes no result
     return d
 
 
