@@ -285,3 +285,15 @@ def test_replies_cannot_be_forged_even_without_confinement():
         # root reaches the process's descriptors; another user is already stopped (the process is not dumpable)
         assert opened > 0 or os.geteuid() != 0
         assert s.grade("sdpa", path=ROOT / "solutions" / "sdpa.py").passed
+
+
+def test_a_device_this_machine_lacks_is_a_usage_error():
+    import shutil
+    if shutil.which("nvidia-smi"):
+        pytest.skip("this machine may have CUDA")
+    s = Session(limits=Limits(device="cuda"))
+    with pytest.raises(UsageError, match="cuda") as err:
+        s.start()
+    assert "Traceback" not in str(err.value)
+    assert not s.running
+    s.close()

@@ -73,11 +73,17 @@ def main() -> None:
 
     limits = Limits(**config.get("limits", {}))
     dirs = [Path(p) for p in config.get("problems_dirs") or []] or None
+    grader = None
     try:
         grader = Grader(limits)  # the zygote: forked before this process runs a tensor op
         limits.device = resolve_device(limits.device)
     except GraderError as e:
         send({"error": {"kind": "grader", "message": e.cause}})
+        return
+    except TorchcodeError as e:  # e.g. --device cuda on a machine without CUDA
+        if grader is not None:
+            grader.close()
+        send({"error": {"kind": "usage", "message": str(e)}})
         return
     import torch
 
