@@ -389,6 +389,50 @@ def test_feedback_file_names_never_collide():
     assert all("/" not in f and not f.startswith(".") for f in files)
 
 
+def test_a_folder_named_like_another_students_feedback_file_cannot_take_it(tmp_path):
+    """A folder named as another's cleaned name ("a b" -> a_b-<hash>), or differing only in case (one file on
+    macOS or Windows), gets a file of its own: nobody's feedback is overwritten by a classmate's."""
+    import hashlib
+
+    from torchcode.classroom.feedback import Entry, _safe, write_feedback
+
+    mimic = f"a_b-{hashlib.sha256(b'a b').hexdigest()[:8]}"
+    assert _safe("a b") == mimic  # the name the attacker's folder copies
+    students = ["a b", mimic, "Alice", "alice"]
+    write_feedback(tmp_path, [Entry(s, "sdpa") for s in students], seed=1, mode="full")
+    files = sorted(tmp_path.iterdir())
+    assert len({f.name.lower() for f in files}) == len(students)
+    owners = sorted(f.read_text().splitlines()[0] for f in files)
+    assert owners == sorted(f"Feedback for {s} (torchcode grade, seed 1)" for s in students)
+
+
+def test_a_hostile_zip_skips_what_it_cannot_unpack_and_grades_the_rest(tmp_path):
+    """Members that cannot be unpacked (a name that is a file and a folder, a corrupt member) are listed
+    as skipped; the class is graded, never a traceback."""
+    archive = tmp_path / "class.zip"
+    right = (CLASS / "alice" / "sdpa.py").read_bytes()
+    with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        z.writestr("alice/sdpa.py", right)
+        z.writestr("bob", b"a file")
+        z.writestr("bob/sdpa.py", right)  # bob is a file already
+        z.writestr("carol/sdpa.py", right)
+        z.writestr("carol", b"and now a file")  # carol is a folder already
+        z.writestr("dave/sdpa.py", right * 3)
+    data = bytearray(archive.read_bytes())
+    at = data.index(b"dave/sdpa.py") + len(b"dave/sdpa.py") + 10  # inside dave's compressed bytes
+    data[at:at + 4] = bytes(b ^ 0xFF for b in data[at:at + 4])
+    archive.write_bytes(bytes(data))
+    p = grade_cli(str(archive), "--problems", "sdpa", "--out", "out", "--workers", "1", "--device", "cpu",
+                  home=tmp_path / "home", cwd=tmp_path)
+    out = p.stdout + p.stderr
+    assert p.returncode == 0 and "Traceback" not in out, out
+    assert "bob/sdpa.py: cannot be unpacked" in out and "carol: cannot be unpacked" in out, out
+    assert "dave/sdpa.py: cannot be read from the zip" in out, out
+    sheet = grades(tmp_path / "out")
+    assert sheet[("alice", "sdpa")]["verdict"] == expected_verdict(CLASS / "alice" / "sdpa.py")
+    assert sheet[("carol", "sdpa")]["verdict"] == expected_verdict(CLASS / "alice" / "sdpa.py")
+
+
 def test_a_class_seed_is_built_ahead_but_never_reused_for_a_hidden_one():
     """A session grading a class (one seed given every time) builds the next grade's cases for that seed;
     a later grade that asks for a hidden seed never gets the one the caller knows."""

@@ -2,8 +2,9 @@
 
 Anything else (a loose file, an unknown problem, a nested folder, a notes.txt) is listed as
 unknown, never fatal. A zip is unpacked into a folder the caller owns, member by member:
-names that would leave it (``../x``, absolute paths), links and oversized members are listed
-as unsafe and skipped.
+names that would leave it (``../x``, absolute paths), links, oversized members and members
+that cannot be unpacked (corrupt, encrypted, a name that is a file and a folder) are listed and
+skipped.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import stat
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -133,14 +135,22 @@ def unzip(archive: Path, dest: Path) -> list[str]:
                 skipped.append(f"{info.filename}: too large ({info.file_size} bytes), skipped")
                 continue
             target = dest.joinpath(*name.parts)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with z.open(info) as src:
-                data = src.read(MAX_FILE + 1)  # the header's size may lie
+            try:
+                with z.open(info) as src:
+                    data = src.read(MAX_FILE + 1)  # the header's size may lie
+            except (zipfile.BadZipFile, zlib.error, EOFError, RuntimeError, NotImplementedError, OSError) as e:
+                skipped.append(f"{info.filename}: cannot be read from the zip ({e}), skipped")  # corrupt, encrypted
+                continue
             if len(data) > MAX_FILE:
                 skipped.append(f"{info.filename}: too large, skipped")
                 continue
+            try:  # a name that is a file in one member and a folder in another, a name the system refuses
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+            except (OSError, ValueError) as e:
+                skipped.append(f"{info.filename}: cannot be unpacked ({getattr(e, 'strerror', None) or e}), skipped")
+                continue
             total += len(data)
-            target.write_bytes(data)
     return skipped
 
 

@@ -5,6 +5,7 @@ failed most)."""
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import time
@@ -122,7 +123,12 @@ def write_feedback(folder: Path, entries: list[Entry], *, seed: int, mode: str) 
     by_student: dict[str, list[Entry]] = {}
     for e in entries:
         by_student.setdefault(e.student, []).append(e)
+    used: set[str] = set()
     for student, mine in by_student.items():
+        name = _safe(student)
+        if name.lower() in used:  # a folder named like another's cleaned name, or differing only in case
+            name = f"{name}-{hashlib.sha256(student.encode()).hexdigest()[:16]}"
+        used.add(name.lower())
         buf = _Utf8()
         con = Console(file=buf, width=100, color_system=None, force_terminal=False, highlight=False, soft_wrap=False)
         con.print(Text(f"Feedback for {student} (torchcode grade, seed {seed})"), soft_wrap=True)
@@ -141,14 +147,12 @@ def write_feedback(folder: Path, entries: list[Entry], *, seed: int, mode: str) 
                 con.print(Text(f"speed: {b['ratio']:.2f}x the reference's time (geometric mean over sizes; "
                                f"{b['seconds'] * 1e3:.3g} ms at size {b['size']})"
                                + (f", rank {e.rank} in the class" if e.rank else "")), soft_wrap=True)
-        (folder / f"{_safe(student)}.txt").write_text(buf.getvalue(), encoding="utf-8")
+        (folder / f"{name}.txt").write_text(buf.getvalue(), encoding="utf-8")
 
 
 def _safe(name: str) -> str:
     """A file name for a student: their folder's name, or (when that needs changing) a cleaned one with a
     short hash of the original, so two students never share a feedback file."""
-    import hashlib
-
     safe = "".join(c if c.isalnum() or c in "-_.@" else "_" for c in name).lstrip(".")
     return safe if safe == name else f"{safe}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
 
