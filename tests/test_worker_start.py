@@ -55,8 +55,10 @@ def test_worker_that_cannot_start_is_not_a_verdict(cli, workdir, tmp_path, torch
     for args in (["check", "sdpa", "--device", "cpu"], ["check", "sdpa", "--device", "cpu", "--json"]):
         r = cli(*args, env=env)
         assert r.code == 2, r.text
-        assert cause in r.err and "not with your code; nothing was recorded" in r.err, r.err
-        assert "Traceback" not in r.text and "Crashed" not in r.text and r.out == ""
+        said = json.loads(r.out)["error"] if "--json" in args else r.err  # --json: the error as a JSON object
+        assert cause in said and "not with your code; nothing was recorded" in said, r.text
+        assert "Traceback" not in r.text and "Crashed" not in r.text
+        assert r.out == "" if "--json" not in args else json.loads(r.out)["exit_code"] == 2
     store = torchcode_home / "progress.sqlite3"
     assert not store.exists() or sqlite3.connect(store).execute("SELECT COUNT(*) FROM attempts").fetchone() == (0,)
     assert list(scratch.iterdir()) == []  # the worker's temporary directory is gone
