@@ -144,6 +144,7 @@ def test_bad_input_is_one_message(tmp_path, args, message):
     p = grade_cli(*args, "--out", "out", home=tmp_path / "home", cwd=tmp_path, timeout=60)
     assert p.returncode == 2, p.stdout + p.stderr
     assert message in p.stderr and "Traceback" not in p.stderr
+    assert not (tmp_path / "out").exists()  # nothing written for a run that could not start
 
 
 # -- the local pool ---------------------------------------------------------------------------------

@@ -191,7 +191,7 @@ def summary(con: Console, entries: list[Entry], problems: list[str], *, most: in
         for col, least in (("problem", 12), ("case", 14), ("failed", 6), ("what it checks", 10)):
             f.add_column(col, justify="right" if col == "failed" else "left", no_wrap=col == "failed", min_width=least)
         for (p, name), n in failed_cases.most_common(most):
-            f.add_row(p, name, f"{n}/{ran_cases[(p, name)]}", inert(targets[(p, name)]))
+            f.add_row(p, Text(name), f"{n}/{ran_cases[(p, name)]}", Text(inert(targets[(p, name)])))
         con.print(f)
     if bench:
         ranked = sorted((e for e in entries if e.rank), key=lambda e: (problems.index(e.problem), e.rank))
@@ -203,7 +203,7 @@ def summary(con: Console, entries: list[Entry], problems: list[str], *, most: in
             for e in ranked:
                 if e.rank <= 3:
                     bb = e.row.bench
-                    b.add_row(e.problem, str(e.rank), inert(e.student), f"{bb['ratio']:.2f}x",
+                    b.add_row(e.problem, str(e.rank), Text(inert(e.student)), f"{bb['ratio']:.2f}x",
                               f"{bb['seconds'] * 1e3:.3g} (size {bb['size']})")
             con.print(b)
         failed = [e for e in entries if e.row and e.row.bench and "error" in e.row.bench]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import secrets
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
@@ -41,7 +41,6 @@ class Options:
     ray: bool = False
     ray_address: str | None = None
     bench: bool = False
-    notes: list[str] = field(default_factory=list)
 
 
 def run(opts: Options, cat: Catalog, con: Console) -> int:
@@ -54,16 +53,17 @@ def run(opts: Options, cat: Catalog, con: Console) -> int:
         raise UsageError(f"--workers must be at least 1, not {opts.workers}")
     for p in problems:
         _dtypes(cat.get(p), opts.dtypes)  # a --dtype a problem does not declare is refused before anything starts
-    with tempfile.TemporaryDirectory(prefix="torchcode-grade-") as unpack, Gradebook(opts.out) as book:
+    with tempfile.TemporaryDirectory(prefix="torchcode-grade-") as unpack:
         found = discover(opts.submissions, problems, Path(unpack) / "unpacked", skip=opts.out, known=tuple(cat.ids()))
         if not found.submissions:
             raise UsageError(f"no submissions in {opts.submissions}: it should hold one folder per student with "
                              f"PROBLEM.py files for {', '.join(problems)} (the files `torchcode start` writes)")
         # a submission may read none of the class's files but its own, nor the gradebook and feedback
         opts.limits.protect = sorted({str(p.resolve()) for p in (found.root, opts.submissions, opts.out)})
-        seed = _seed(opts.seed, book, con)
-        _header(con, found, problems, seed)
-        return _grade(opts, cat, con, book, found, problems, seed)
+        with Gradebook(opts.out) as book:
+            seed = _seed(opts.seed, book, con)
+            _header(con, found, problems, seed)
+            return _grade(opts, cat, con, book, found, problems, seed)
 
 
 def _grade(opts: Options, cat: Catalog, con: Console, book: Gradebook, found: Discovery, problems: list[str], seed: int) -> int:
@@ -222,7 +222,7 @@ class _progress:
                                        TimeRemainingColumn)
 
             self.bar = Progress(TextColumn(self.what), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                                TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.description}"),
+                                TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.description}", markup=False),
                                 console=self.con, transient=False)
             self.bar.start()
             self.task = self.bar.add_task("", total=self.total)
