@@ -103,7 +103,10 @@ class LocalPool:
             done.put(_DONE)
 
     def bench(self, job: Submission) -> Outcome:
-        """Time one accepted kernel, alone (one session: nothing else grades meanwhile)."""
+        """Time one accepted kernel, alone: one session, the others stopped (their head start for a next
+        grade would share the machine with the timing)."""
+        for s in self.sessions[1:]:
+            s.close()
         return bench_one(self.sessions[0], job)
 
     def close(self) -> None:
