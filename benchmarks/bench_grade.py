@@ -5,8 +5,10 @@
 A synthetic class cycles through the known-wrong and correct variants of sdpa, repeat_kv and
 causal_attention (every kind of verdict, in the proportions the problems ship). Figures:
 
-  one warm session     seconds per submission, graded one after another (the unit of work)
-  local pool           submissions/s with N sessions; vs ideal = N / (one session's seconds per submission)
+  one warm session     seconds per submission, graded one after another (the unit of work), also
+                       pinned to one core (a session alone overlaps grades on a second core)
+  local pool           submissions/s with N sessions; vs ideal = N / (one session's seconds per submission
+                       on one core), and against the unpinned session
   vs check             the pool against one `torchcode check` process per submission
   Ray                  a local Ray cluster (N actors) against the local pool, same submissions
   growth               seconds per submission from the smallest to the largest class (linear: flat)
@@ -86,17 +88,28 @@ def main() -> None:
         d = Path(d)
         jobs = make_class(d / "class", max(sizes + [args.ray_size, args.single]))
 
-        # one warm session, one submission after another: the unit of work
-        one = LocalPool(1, None, Limits(device="cpu"), "cpu", list(PROBLEMS))
-        t = time.perf_counter()
-        one.start()
-        start_one = time.perf_counter() - t
-        timed_pool(one, jobs[:6])  # warm-up: first grades of each problem
-        single, _ = timed_pool(one, jobs[:args.single])
-        one.close()
-        per_sub = single / args.single
-        print(f"one warm session: {per_sub * 1e3:.0f} ms per submission ({args.single} submissions), "
-              f"start {start_one:.1f} s")
+        # one warm session, one submission after another: the unit of work. A session overlaps the next
+        # grade's case building with the current grade, so unpinned it uses more than one core; pinned to
+        # one core (its processes inherit the affinity) it is the work one pool worker does per core.
+        def one_session(cores) -> tuple[float, float]:
+            everything = os.sched_getaffinity(0)
+            os.sched_setaffinity(0, cores or everything)
+            try:
+                one = LocalPool(1, None, Limits(device="cpu"), "cpu", list(PROBLEMS))
+                t = time.perf_counter()
+                one.start()
+            finally:
+                os.sched_setaffinity(0, everything)
+            start = time.perf_counter() - t
+            timed_pool(one, jobs[:6])  # warm-up: first grades of each problem
+            secs, _ = timed_pool(one, jobs[:args.single])
+            one.close()
+            return secs / args.single, start
+
+        free_per_sub, start_one = one_session(None)
+        per_sub, _ = one_session({min(os.sched_getaffinity(0))})
+        print(f"one warm session: {free_per_sub * 1e3:.0f} ms per submission ({args.single} submissions), "
+              f"start {start_one:.1f} s; pinned to one core: {per_sub * 1e3:.0f} ms")
 
         # the local pool, at every size
         pool = LocalPool(args.workers, None, Limits(device="cpu"), "cpu", list(PROBLEMS))
@@ -111,7 +124,8 @@ def main() -> None:
         for n in sizes:
             rate = n / results[n]
             print(f"local pool, {n:4d} submissions: {results[n]:6.1f} s, {rate:5.2f} submissions/s, "
-                  f"{results[n] / n * 1e3:4.0f} ms each; {rate / ideal:.0%} of ideal ({ideal:.2f}/s)")
+                  f"{results[n] / n * 1e3:4.0f} ms each; {rate / ideal:.0%} of ideal ({ideal:.2f}/s; "
+                  f"{rate * free_per_sub / args.workers:.0%} against the unpinned session)")
         print(f"local pool start: {start_pool:.1f} s for {args.workers} sessions (once per run)")
         growth = (results[sizes[-1]] / sizes[-1]) / (results[sizes[0]] / sizes[0])
         print(f"growth: seconds per submission at {sizes[-1]} / at {sizes[0]} = {growth:.2f} (1.00 = linear)")
