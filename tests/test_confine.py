@@ -180,3 +180,36 @@ def test_foreign_system_call_abis_kill_the_process(code):
 
     out, status = in_child(body)
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGSYS, (status, out)
+
+
+@needs_landlock
+def test_a_grade_leaves_nothing_in_dev_shm_for_the_next(cli, workdir):
+    """/dev/shm is shared by every process and its files outlive the worker: a grade on the CPU may not write
+    there (in a warm session it would leave files for the next grade, another student's in `grade`, or fill
+    the machine's memory with them)."""
+    marker = f"torchcode-test-shm-{os.getpid()}"
+    (workdir / "sdpa.py").write_text(f'''import math
+import torch
+
+try:
+    with open("/dev/shm/{marker}", "wb") as f:
+        f.write(b"left for the next grade")
+    print("shm: written")
+except OSError as e:
+    print("shm: refused", e)
+
+
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ V
+''')
+    try:
+        r = cli("check", "sdpa.py", "-p", "sdpa", "--device", "cpu", "--json")
+        report = json.loads(r.out)
+        assert report["verdict"] == "accepted", r.text  # refused, not a crash: the kernel itself is right
+        assert "shm: refused" in report["output"] and not os.path.exists(f"/dev/shm/{marker}"), report["output"]
+    finally:
+        if os.path.exists(f"/dev/shm/{marker}"):
+            os.unlink(f"/dev/shm/{marker}")

@@ -281,10 +281,11 @@ def allow_list(protected: list[str], fenced: tuple[str, ...] = ("/dev",)) -> lis
     return allowed
 
 
-def devices() -> list[tuple[str, int]]:
-    """The device rules: (path, rights)."""
+def devices(shm: bool = True) -> list[tuple[str, int]]:
+    """The device rules: (path, rights). ``shm``: ``/dev/shm`` is writable (a scratch directory shared
+    with every process, whose files outlive the worker: left for CUDA only); else only readable."""
     rules = [(d, READ_FILE | WRITE_FILE) for d in DEVICES_RW]
-    rules.append(("/dev/shm", -1))  # -1: every right (a scratch directory)
+    rules.append(("/dev/shm", -1 if shm else READ))  # -1: every right
     gpu = READ_FILE | WRITE_FILE | IOCTL_DEV
     try:
         names = os.listdir("/dev")
@@ -295,9 +296,9 @@ def devices() -> list[tuple[str, int]]:
     return rules
 
 
-def restrict_filesystem(protected: list[str], readable: list[str], writable: list[str]) -> int:
+def restrict_filesystem(protected: list[str], readable: list[str], writable: list[str], shm: bool = True) -> int:
     """Read everywhere but ``protected`` (``readable`` paths are allowed even inside it); write only in
-    ``writable``; the devices of ``devices()`` only. Returns the Landlock ABI in force, 0 if none.
+    ``writable``; the devices of ``devices(shm)`` only. Returns the Landlock ABI in force, 0 if none.
 
     From ABI 6 on, the worker also may not signal processes outside its domain (the grader) nor
     connect to their abstract unix sockets.
@@ -332,7 +333,7 @@ def restrict_filesystem(protected: list[str], readable: list[str], writable: lis
     try:
         for p in allow_list(protected):
             add(p, READ)
-        for p, rights in devices():
+        for p, rights in devices(shm):
             add(p, handled if rights == -1 else rights)
         for p in readable:
             add(os.path.realpath(p), READ)

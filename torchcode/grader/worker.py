@@ -170,7 +170,9 @@ def _confine(config: dict) -> dict:
     learner, protected = config["path"], config["protected"]
     folder = os.path.dirname(learner)
     readable = [learner] + ([folder] if not any(q == folder or q.startswith(folder + "/") for q in protected) else [])
-    abi = confine.restrict_filesystem(protected, readable, [config["cwd"]])
+    # /dev/shm only where CUDA may need it: its files outlive the worker, and a grade could leave some for the
+    # next (in a warm session, another student's) or fill the machine's memory with them
+    abi = confine.restrict_filesystem(protected, readable, [config["cwd"]], shm=config.get("device") == "cuda")
     filtered = confine.seccomp(threads=False)
     return {"filesystem": abi > 0, "processes": filtered, "threads": filtered,
             "signals": filtered or abi >= 6, "landlock_abi": abi}
