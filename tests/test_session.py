@@ -222,14 +222,20 @@ def test_hostile_submissions_through_a_warm_session(session, path):
 WRONG_SCALE = (ROOT / "solutions" / "sdpa.py").read_text().replace("math.sqrt(d_k)", "d_k")
 
 
-def test_the_head_start_keeps_seeds_hidden_and_reproducible(session):
+def test_the_head_start_keeps_seeds_hidden_and_reproducible(session, tmp_path):
     """Between grades the session draws the next seed and builds the next cases and worker ahead;
     a grade that used them reports its seed, and that seed reproduces it exactly."""
     assert WRONG_SCALE != (ROOT / "solutions" / "sdpa.py").read_text()
-    session.grade("sdpa", source=WRONG_SCALE)
-    time.sleep(1.0)  # the head start for the next grade of the same problem
+    once = tmp_path / "gqa.py"
+    once.write_text(GQA.read_text())
+    session.grade("gqa", path=once)
+    time.sleep(1.0)
     zygote = _children(session._proc.pid)
-    assert len(zygote) == 1 and len(_children(zygote[0])) == 1  # its worker, started, waiting for the text
+    assert len(zygote) == 1 and _children(zygote[0]) == []  # a file graded once (a class) gets no worker ahead
+    session.grade("sdpa", source=WRONG_SCALE)
+    session.grade("sdpa", source=WRONG_SCALE)
+    time.sleep(1.0)  # graded twice in a row (watch, a cell, the browser): the head start for the next grade
+    assert len(_children(zygote[0])) == 1  # its worker, started, waiting for the text
     first = session.grade("sdpa", source=WRONG_SCALE)
     again = session.grade("sdpa", source=WRONG_SCALE, seed=first.seed)
     assert first.verdict.value == again.verdict.value == "wrong_answer"

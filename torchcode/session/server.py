@@ -91,6 +91,7 @@ def main() -> None:
     sources = Path(tempfile.mkdtemp(prefix="torchcode-session-"))  # texts to grade (a notebook cell, an editor)
     threading.Thread(target=_orphan_watch, args=(int(config.get("parent") or os.getppid()),), daemon=True).start()
     send({"ready": True, "device": limits.device, "pid": os.getpid(), "sources": str(sources)})
+    last = None  # the (problem, file, dtypes) graded last
     try:
         for line in requests:
             try:
@@ -110,8 +111,13 @@ def main() -> None:
                     finally:
                         _grading = False
                     send({"report": report.to_dict()})
-                    # the next grade is most likely this one again: its worker and cases, ready before it comes
-                    grader.spawn_ahead(spec, path, req.get("dtypes"))
+                    # The next grade is most likely of this problem again: its cases, ready before it comes. A
+                    # file graded twice in a row (watch, a notebook cell, the browser) will be again: its worker
+                    # too (not for a class, where each file is graded once and such a worker would be wasted).
+                    key = (spec.id, str(path), repr(req.get("dtypes")))
+                    if key == last:
+                        grader.spawn_ahead(spec, path, req.get("dtypes"))
+                    last = key
                     grader.prepare_ahead(spec, req.get("dtypes"), seed=req.get("seed"))
                 elif req.get("op") == "bench":  # an accepted kernel against the reference (torchcode.grader.bench)
                     from torchcode.grader.bench import run_bench
