@@ -159,6 +159,17 @@ def test_start_edit_and_disk_changes_meet_in_one_file(served):
     assert status == 400 and "KB" in answer["error"]
 
 
+def test_a_text_no_file_can_hold_is_refused_not_a_server_error(served):
+    status, _, answer = served.request("POST", "/api/p/rope/start", body={})
+    assert status == 200, answer
+    before = (served.folder / "rope.py").read_bytes()
+    for method, path in (("PUT", "/api/p/rope/file"), ("POST", "/api/p/rope/check")):
+        status, _, answer = served.request(method, path, body={"text": "x = '\ud800'\n"})  # a lone surrogate
+        assert status == 400 and "cannot be saved" in answer["error"], answer
+    assert (served.folder / "rope.py").read_bytes() == before
+    assert "Traceback" not in "".join(served.output)
+
+
 def test_reset_keeps_a_backup(served):
     served.request("POST", "/api/p/rope/start", body={})
     (served.folder / "rope.py").write_text("# my attempt\n")

@@ -92,7 +92,10 @@ def test_bad_requests_are_usage_errors_and_the_session_goes_on(session, tmp_path
         session.grade("gqa", path=tmp_path / "missing.py")
     with pytest.raises(UsageError):
         session.grade("gqa")
+    with pytest.raises(UsageError, match="cannot be graded"):  # a lone surrogate: no file can hold it
+        session.grade("gqa", source="x = '\ud800'\n")
     assert session.grade("gqa", path=GQA).passed
+    assert session.grade("gqa", source=GQA.read_text()).passed  # the text file is written afresh
 
 
 def test_syntax_errors_and_half_written_files_are_verdicts(session):

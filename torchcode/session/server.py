@@ -179,7 +179,13 @@ def _submission(cat, req: dict, sources: Path):
     folder = sources / spec.id
     folder.mkdir(exist_ok=True)
     path = folder / f"{spec.id}.py"
-    path.write_text(str(req["source"]), encoding="utf-8")
+    try:
+        path.write_text(str(req["source"]), encoding="utf-8")
+    except UnicodeEncodeError as e:  # a lone surrogate: no file (and no Python source) can hold it
+        from torchcode.errors import UsageError
+
+        raise UsageError(f"the code holds a character that cannot be graded (position {e.start}: "
+                         f"{str(req['source'])[e.start:e.end]!a}); remove it") from None
     return spec, path
 
 

@@ -127,7 +127,7 @@ class Workspace:
         """Write the editor's text; refuse (``Conflict``) when the file changed on disk since ``base_sha``."""
         spec = self.spec(pid)
         path = self.path(spec)
-        data = text.encode("utf-8")
+        data = _utf8(text)
         if len(data) > MAX_FILE_BYTES:
             raise UsageError(f"the file is over {MAX_FILE_BYTES // 1000} KB; a kernel fits in a few KB")
         current = self.file(pid)
@@ -277,6 +277,14 @@ class Workspace:
                 os.killpg(proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def _utf8(text: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as e:  # a lone surrogate ("\\ud800" in JSON): no file can hold it
+        raise UsageError(f"the text holds a character that cannot be saved (position {e.start}: "
+                         f"{text[e.start:e.end]!a}); remove it") from None
 
 
 class Conflict(Exception):
