@@ -142,7 +142,9 @@ def test_seccomp_refuses_processes_threads_and_signals_but_not_ordinary_work():
             "kill parent": attempt(lambda: os.kill(parent, 0)),
             "stop parent": attempt(lambda: os.kill(parent, signal.SIGSTOP)),
             "kill everyone": attempt(lambda: os.kill(-1, 0)),
-            "F_SETOWN parent": attempt(lambda: fcntl.fcntl(socket.socket().fileno(), fcntl.F_SETOWN, parent)),
+            "F_SETOWN parent": attempt(lambda: fcntl.fcntl(socket.socket(socket.AF_UNIX).fileno(), fcntl.F_SETOWN, parent)),
+            "inet socket": attempt(lambda: socket.socket(socket.AF_INET)),
+            "unix socket": attempt(lambda: socket.socket(socket.AF_UNIX).close()),
             "kill self": attempt(lambda: os.kill(os.getpid(), 0)),
             "raise": attempt(lambda: signal.raise_signal(signal.SIGWINCH)),
             "file io": attempt(lambda: open("/proc/self/status").read()),
@@ -153,7 +155,8 @@ def test_seccomp_refuses_processes_threads_and_signals_but_not_ordinary_work():
     refused = {"fork", "exec", "kill parent", "stop parent", "kill everyone", "F_SETOWN parent"}
     assert {k for k, v in out.items() if v == "EPERM"} == refused, out
     assert out["thread"].startswith("RuntimeError"), out
-    assert all(out[k] == "ok" for k in ("kill self", "raise", "file io")), out
+    assert all(out[k] == "ok" for k in ("kill self", "raise", "file io", "unix socket")), out
+    assert out["inet socket"] == "EACCES", out  # no network
 
 
 @needs_seccomp
@@ -213,3 +216,47 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     finally:
         if os.path.exists(f"/dev/shm/{marker}"):
             os.unlink(f"/dev/shm/{marker}")
+
+
+@needs_seccomp
+def test_a_submission_reaches_no_network(cli, workdir):
+    """It may read much of the machine (all but the protected trees): in `torchcode grade` a student's code could
+    send the instructor's files away. Every socket but a unix one is refused; the grade goes on."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    listener.settimeout(0.5)
+    port = listener.getsockname()[1]
+    (workdir / "sdpa.py").write_text(f'''import math
+import socket
+import torch
+
+for family, kind in ((socket.AF_INET, socket.SOCK_STREAM), (socket.AF_INET, socket.SOCK_DGRAM),
+                     (socket.AF_INET6, socket.SOCK_STREAM)):
+    try:
+        s = socket.socket(family, kind)
+        s.settimeout(3)
+        s.connect(("127.0.0.1", {port}) if family == socket.AF_INET else ("::1", {port}))
+        s.sendall(b"stolen")
+        print("net: sent")
+    except OSError as e:
+        print("net: refused", e.errno)
+
+
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ V
+''')
+    try:
+        r = cli("check", "sdpa.py", "-p", "sdpa", "--device", "cpu", "--json")
+        report = json.loads(r.out)
+        with pytest.raises(socket.timeout):
+            listener.accept()
+    finally:
+        listener.close()
+    assert report["verdict"] == "accepted", r.text
+    assert report["output"].count("net: refused 13") == 3 and "sent" not in report["output"], report["output"]

@@ -21,7 +21,7 @@ for pid in (grader, zygote):
         ("rt_sigqueueinfo", lambda: libc.syscall(SYS["rt_sigqueueinfo"], pid, 0, ctypes.create_string_buffer(128))),
         ("pidfd_send_signal", lambda: libc.syscall(SYS["pidfd_send_signal"], libc.syscall(SYS["pidfd_open"], pid, 0),
                                                    0, None, 0)),
-        ("F_SETOWN", lambda: fcntl.fcntl(socket.socket().fileno(), fcntl.F_SETOWN, pid)),
+        ("F_SETOWN", lambda: fcntl.fcntl(socket.socket(socket.AF_UNIX).fileno(), fcntl.F_SETOWN, pid)),
     ]:
         try:
             if call() in (None, 0):

@@ -12,8 +12,8 @@
   or connect to its abstract unix sockets either.
 - ``seccomp``: a filter that kills the process on any system call made through another
   architecture's entry point (``int 0x80``, x32), makes fork, vfork, clone, clone3 and
-  execve fail (threads too, once the worker's own exist), and lets the worker signal
-  nobody but itself, on any kernel.
+  execve fail (threads too, once the worker's own exist), refuses every socket but a unix
+  one (no network), and lets the worker signal nobody but itself, on any kernel.
 
 Each reports what is in force; where the kernel lacks a feature, nothing happens and the
 caller reports it.
@@ -45,7 +45,8 @@ SECCOMP_MODE_FILTER = 2
 RET_KILL_PROCESS = 0x80000000
 RET_ALLOW = 0x7FFF0000
 RET_ERRNO = 0x00050000
-EPERM, ENOSYS = 1, 38
+EPERM, EACCES, ENOSYS = 1, 13, 38
+AF_UNIX = 1
 CLONE_THREAD = 0x00010000
 X32_BIT = 0x40000000
 F_SETOWN, F_SETSIG, F_SETOWN_EX = 8, 10, 15  # fcntl commands that direct SIGIO/SIGURG at a process
@@ -57,12 +58,12 @@ ARCHES = {
         "fork": 57, "vfork": 58, "execve": 59, "execveat": 322, "clone": 56, "clone3": 435,
         "kill": 62, "tkill": 200, "tgkill": 234, "rt_sigqueueinfo": 129, "rt_tgsigqueueinfo": 297,
         "pidfd_send_signal": 424, "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311,
-        "fcntl": 72, "ioctl": 16}),
+        "fcntl": 72, "ioctl": 16, "socket": 41}),
     "aarch64": (0xC00000B7, False, {
         "execve": 221, "execveat": 281, "clone": 220, "clone3": 435,
         "kill": 129, "tkill": 130, "tgkill": 131, "rt_sigqueueinfo": 138, "rt_tgsigqueueinfo": 240,
         "pidfd_send_signal": 424, "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271,
-        "fcntl": 25, "ioctl": 29}),
+        "fcntl": 25, "ioctl": 29, "socket": 198}),
 }
 _LD, _JEQ, _JSET, _JGE, _RET = 0x20, 0x15, 0x45, 0x35, 0x06
 _ARCH, _NR = 4, 0
@@ -163,7 +164,13 @@ def seccomp_program(machine: str, pid: int, threads: bool) -> bytes | None:
         p.jeq(nr[name], "own_pid")
     p.jeq(nr["fcntl"], "fcntl")
     p.jeq(nr["ioctl"], "ioctl")
+    p.jeq(nr["socket"], "socket")
     p.ret(RET_ALLOW)
+
+    p.label("socket")  # unix sockets only: no network (a submission could send away what it may read)
+    p.ld(_arg(0))
+    p.jeq(AF_UNIX, "allow")
+    p.ret(RET_ERRNO | EACCES)
 
     p.label("clone")
     p.ld(_arg(0))
