@@ -466,7 +466,7 @@ def test_a_grader_that_cannot_start_is_said_in_the_terminal_and_the_page_never_a
     try:
         status, _, events = s.request("POST", "/api/p/sdpa/check", body={})
         assert status == 200 and [e["event"] for e in events] == ["error"], events
-        assert "no CUDA device" in events[0]["message"] and "nothing was recorded" in events[0]["message"]
+        assert "no CUDA device" in events[0]["message"]  # said as an error, not a verdict; nothing recorded (below)
         deadline = time.monotonic() + 10
         while "could not start" not in "".join(s.output) and time.monotonic() < deadline:
             time.sleep(0.1)
