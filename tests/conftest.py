@@ -93,3 +93,25 @@ def expected_verdict(path: Path) -> str:
     m = re.search(r"^# expect: (\w+)", path.read_text(), re.M)
     assert m, f"{path} has no '# expect: VERDICT' line"
     return m.group(1)
+
+
+def family(pid: int) -> set[int]:
+    """Every descendant of ``pid`` (children, grandchildren...), read from /proc."""
+    kids = set()
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                kids.add(int(d.name))
+    return kids | {g for k in kids for g in family(k)}
+
+
+def alive(pid: int) -> bool:
+    """The process exists and is not a zombie."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
+from conftest import alive as _alive, family as _family
 
 MESSAGE = "interrupted: the check was stopped and nothing was recorded\n"
 
@@ -63,26 +64,6 @@ DRIVER = textwrap.dedent("""
     from torchcode.cli import main
     main()
 """)
-
-
-def _family(pid: int) -> set[int]:
-    kids = set()
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                stat = (d / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                kids.add(int(d.name))
-    return kids | {g for k in kids for g in _family(k)}
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def _interrupt(cmd: list[str], cwd: Path, env: dict, ready, delays: list[float]):

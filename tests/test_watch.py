@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
+from conftest import alive as _alive, family as _family
 
 try:
     import watchfiles  # noqa: F401  (a core dependency: its absence is a broken install)
@@ -45,26 +46,6 @@ WAIT = 120.0  # seconds for one grade to show, on a loaded 2-core machine
 def _torchcode() -> list[str]:
     exe = shutil.which("torchcode")
     return [exe] if exe else [sys.executable, "-m", "torchcode"]
-
-
-def _family(pid: int) -> set[int]:
-    kids = set()
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                stat = (d / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                kids.add(int(d.name))
-    return kids | {g for k in kids for g in _family(k)}
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 class Watch:
