@@ -128,7 +128,7 @@ def _grade_args(args: list[str]) -> tuple[str, int | None, list[str] | None]:
 
 
 def _grade(args: list[str], cell: str) -> None:
-    from torchcode.commands.check import _dtypes
+    from torchcode.commands.common import wanted_dtypes
     from torchcode.commands.common import catalog, store
     from torchcode.errors import GraderError, StoreError
 
@@ -136,7 +136,7 @@ def _grade(args: list[str], cell: str) -> None:
     problem, seed, asked = _grade_args(args)
     spec = catalog(None).get(problem)
     _last_problem = spec.id
-    dtypes = _dtypes(spec, asked)
+    dtypes = wanted_dtypes(spec, asked)
     from torchcode.commands.watch import case_text
 
     warm = _session is not None and _session.running

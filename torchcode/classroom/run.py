@@ -21,7 +21,7 @@ from torchcode.classroom.discover import Discovery, discover
 from torchcode.classroom.gradebook import Gradebook, Row, fingerprint, score
 from torchcode.classroom.pool import relabel
 from torchcode.commands import interrupts
-from torchcode.commands.check import _dtypes
+from torchcode.commands.common import wanted_dtypes
 from torchcode.errors import UsageError
 from torchcode.progress import SEED_MAX, SEED_MIN
 from torchcode.render.terminal import inert
@@ -52,7 +52,7 @@ def run(opts: Options, cat: Catalog, con: Console) -> int:
     if opts.workers is not None and opts.workers < 1:
         raise UsageError(f"--workers must be at least 1, not {opts.workers}")
     for p in problems:
-        _dtypes(cat.get(p), opts.dtypes)  # a --dtype a problem does not declare is refused before anything starts
+        wanted_dtypes(cat.get(p), opts.dtypes)  # a --dtype a problem does not declare is refused before anything starts
     with tempfile.TemporaryDirectory(prefix="torchcode-grade-") as unpack:
         found = discover(opts.submissions, problems, Path(unpack) / "unpacked", skip=opts.out, known=tuple(cat.ids()))
         if not found.submissions:
@@ -76,7 +76,7 @@ def _grade(opts: Options, cat: Catalog, con: Console, book: Gradebook, found: Di
         if device is None:  # "auto": what it means here is known once a session is up
             pool.start()
             device = pool.device
-        dtypes = {p: _dtypes(cat.get(p), opts.dtypes) for p in used}
+        dtypes = {p: wanted_dtypes(cat.get(p), opts.dtypes) for p in used}
         settings = {"device": device, "dtypes": opts.dtypes or "default", "limits": _limits(opts.limits)}
         fps = {p: fingerprint(cat.get(p), settings) for p in used}
         jobs = [s for s in found.submissions if not book.is_current(s.student, s.problem, s.sha256, fps[s.problem], seed)]

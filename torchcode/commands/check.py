@@ -15,9 +15,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from torchcode.catalog.spec import DTYPES
 from torchcode.commands import interrupts
-from torchcode.commands.common import catalog, display_path, resolve_target, store, warn_store
+from torchcode.commands.common import catalog, display_path, resolve_target, store, wanted_dtypes, warn_store
 from torchcode.errors import StoreError, UsageError
 from torchcode.progress import SEED_MAX, SEED_MIN
 from torchcode.progress.record import record_report
@@ -37,7 +36,7 @@ def run(target: str | None, problem: str | None, seed: int | None, as_json: bool
     cat = catalog(problems_dirs)
     st = store()
     spec, path = resolve_target(cat, st, target, problem)
-    wanted = _dtypes(spec, dtypes)
+    wanted = wanted_dtypes(spec, dtypes)
     with ProgressLine(inert(display_path(path)), enabled=progress_line.wanted(as_json),
                       limit=limits.time_limit or spec.grading.time_limit) as line:
         line.start()  # importing torch takes a second or more: the line says so after half a second
@@ -91,17 +90,3 @@ def _private_tempdir():
             tempfile.tempdir = old
             if root:
                 shutil.rmtree(root, ignore_errors=True)
-
-
-def _dtypes(spec, asked: list[str] | None) -> list[str] | None:
-    if not asked:
-        return None  # the default for the device
-    if asked == ["all"]:
-        return list(spec.grading.dtypes)
-    unknown = [d for d in asked if d not in DTYPES]
-    if unknown:
-        raise UsageError(f"--dtype must be one of {', '.join(DTYPES)} or all, not {', '.join(unknown)}")
-    undeclared = [d for d in asked if d not in spec.grading.dtypes]
-    if undeclared:
-        raise UsageError(f"{spec.id} is not graded in {', '.join(undeclared)}; it declares {', '.join(spec.grading.dtypes)}")
-    return asked

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Callable, TypeVar
 
 from torchcode.catalog import Catalog, ProblemSpec, load_catalog
+from torchcode.catalog.spec import DTYPES
 from torchcode.errors import StoreError, UsageError
 from torchcode.progress import Store
 
@@ -102,3 +103,18 @@ def resolve_target(cat: Catalog, st: Store, target: str | None, problem: str | N
         raise UsageError(f"no file {display_path(path)} to check. Run `torchcode start {spec.id}` first, "
                          f"or `torchcode check FILE --problem {spec.id}`.")
     return spec, path
+
+
+def wanted_dtypes(spec, asked: list[str] | None) -> list[str] | None:
+    """The dtypes a --dtype option asks of ``spec`` (None: the device's default; ["all"]: every one it declares)."""
+    if not asked:
+        return None  # the default for the device
+    if asked == ["all"]:
+        return list(spec.grading.dtypes)
+    unknown = [d for d in asked if d not in DTYPES]
+    if unknown:
+        raise UsageError(f"--dtype must be one of {', '.join(DTYPES)} or all, not {', '.join(unknown)}")
+    undeclared = [d for d in asked if d not in spec.grading.dtypes]
+    if undeclared:
+        raise UsageError(f"{spec.id} is not graded in {', '.join(undeclared)}; it declares {', '.join(spec.grading.dtypes)}")
+    return asked

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from torchcode.commands import interrupts
-from torchcode.commands.check import _dtypes
+from torchcode.commands.common import wanted_dtypes
 from torchcode.commands.common import catalog, display_path, resolve_target, store
 from torchcode.errors import GraderError, StoreError, UsageError
 from torchcode.progress import SEED_MAX, SEED_MIN
@@ -45,7 +45,7 @@ def run(target: str | None, problem: str | None, seed: int | None, limits, probl
     cat = catalog(problems_dirs)
     st = store()
     spec, path = resolve_target(cat, st, target, problem)
-    wanted = _dtypes(spec, dtypes)
+    wanted = wanted_dtypes(spec, dtypes)
     con = console()
     err = err_console()
     err.print(f"Watching {display_path(path)} for {spec.id}: every save is graded. Ctrl-C to stop.",
