@@ -82,7 +82,9 @@ def test_cli_grades_every_declared_dtype_on_cuda(cli, workdir):
     report = json.loads(r.out)
     assert r.code == 0, report["message"]
     assert report["device"] == "cuda" and report["dtypes"] == ["float32", "bfloat16", "float16"]
-    assert report["limits"]["confined"] == {"filesystem": True, "processes": True}
+    on_cpu = json.loads(cli("check", "sdpa", "--device", "cpu", "--json").out)["limits"]["confined"]
+    assert report["limits"]["confined"] == on_cpu  # the GPU worker is confined exactly like the CPU's
+    assert on_cpu["processes"] and on_cpu["threads"]
 
 
 @cuda

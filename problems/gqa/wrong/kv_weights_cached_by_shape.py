@@ -1,6 +1,7 @@
 # expect: wrong_answer
 # Expands the K/V projection weights to all heads once per layer shape and keeps them in a
-# module-level dict "for speed": another layer of the same shape (other weights) gets stale ones.
+# module-level dict "for speed" (keyed by shape, dtype and device): another layer of the same shape
+# (other weights) gets stale ones.
 import math
 
 import torch
@@ -19,7 +20,7 @@ class GroupQueryAttention(nn.Module):
         self.W_o = nn.Linear(d_model, d_model)
 
     def _full_kv(self):
-        key = (self.W_q.in_features, self.num_heads, self.num_kv_heads)
+        key = (self.W_q.in_features, self.num_heads, self.num_kv_heads, self.W_k.weight.dtype, self.W_k.weight.device)
         if key not in _expanded:
             n_rep = self.num_heads // self.num_kv_heads
 

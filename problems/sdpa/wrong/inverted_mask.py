@@ -8,5 +8,5 @@ import torch
 def scaled_dot_product_attention(Q, K, V, mask=None):
     scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1))
     if mask is not None:
-        scores = scores.masked_fill(mask, -1e9)
+        scores = scores.masked_fill(mask, torch.finfo(scores.dtype).min)
     return torch.softmax(scores, dim=-1) @ V
