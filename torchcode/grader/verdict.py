@@ -123,11 +123,11 @@ def judge_case(pol: GradingPolicy, p: Prepared, reply: dict, tensors: list[torch
         for idx, g in p.gold.input_grads.items():
             m = _grad(pol, f"gradient of {p.leaf_labels[idx]}", in_grads.get(idx), g, p.ref.input_grads.get(idx))
             if m:
-                return _wrong(res, m) if isinstance(m, Mismatch) else _no_grad(res, m)
+                return _wrong(res, m) if isinstance(m, Mismatch) else _bad_grad(res, m)
         for name, g in p.gold.param_grads.items():
             m = _grad(pol, f"gradient of {name}", p_grads.get(name), g, p.ref.param_grads.get(name))
             if m:
-                return _wrong(res, m) if isinstance(m, Mismatch) else _no_grad(res, m)
+                return _wrong(res, m) if isinstance(m, Mismatch) else _bad_grad(res, m)
     return res
 
 
@@ -190,12 +190,14 @@ def _algorithm_problem(c, reply: dict) -> str | None:
 
 
 def _grad(pol: GradingPolicy, what, got, gold, ref):
+    """None when the gradient is right; else a Mismatch, or why it is missing or malformed (a message)."""
     if gold is None or ref is None:
         return None
     if got is None or not isinstance(got, _LT):
-        return what if gold.abs().max().item() > 0 else None
-    if tuple(got.tensor.shape) != tuple(gold.shape):
-        return None
+        return _no_grad(what) if gold.abs().max().item() > 0 else None
+    if tuple(got.tensor.shape) != tuple(gold.shape):  # autograd never gives one: the .grad was set by hand
+        return (f"the {what} has shape {list(got.tensor.shape)}, expected {list(gold.shape)}: gradients must come "
+                "from autograd (never set or replace .grad yourself)")
     return compare.compare(what, got.tensor, gold, ref, factor=pol.factor, floor=pol.floor)
 
 
@@ -340,10 +342,13 @@ def _wrong(res: CaseResult, m: Mismatch) -> CaseResult:
     return res
 
 
-def _no_grad(res: CaseResult, what: str) -> CaseResult:
-    res.verdict = Verdict.WRONG_ANSWER
-    res.message = (f"no {what} reached the input: part of your computation is cut off from autograd "
-                   "(.detach(), .data, .item(), torch.no_grad(), or building a new tensor from values)")
+def _no_grad(what: str) -> str:
+    return (f"no {what} reached the input: part of your computation is cut off from autograd "
+            "(.detach(), .data, .item(), torch.no_grad(), or building a new tensor from values)")
+
+
+def _bad_grad(res: CaseResult, message: str) -> CaseResult:
+    res.verdict, res.message = Verdict.WRONG_ANSWER, message
     return res
 
 
