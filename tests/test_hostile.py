@@ -358,3 +358,27 @@ def installed_venv(tmp_path_factory):
     if p.returncode != 0:
         pytest.skip(f"could not pip-install torchcode into a fresh venv offline: {p.stderr[-500:]}")
     return venv
+
+
+def test_lone_surrogates_in_a_message_break_no_report(cli, tmp_path):
+    """An exception message holding lone surrogates: `check` shows them escaped, and `torchcode grade`
+    writes every student's feedback (it used to die with a traceback on the first such student)."""
+    r = cli("check", str(HOSTILE_DIR / "surrogate_in_error.py"), "--problem", "sdpa", "--device", "cpu")
+    assert r.code == 1 and "Traceback" not in r.err
+    assert "lone surrogates: \\ud800 and \\udcff" in r.out
+    widths = {len(line) for line in r.out.splitlines() if line.startswith(("│", "|"))}
+    assert len(widths) == 1, widths  # the panel's right border stays aligned: nothing was expanded late
+    work, out = tmp_path / "class", tmp_path / "out"
+    for student, src in (("alice", HOSTILE_DIR / "surrogate_in_error.py"), ("bob", _solution("sdpa"))):
+        (work / student).mkdir(parents=True)
+        shutil.copy(src, work / student / "sdpa.py")
+    r = cli("grade", str(work), "--problems", "sdpa", "--out", str(out), "--workers", "1", "--device", "cpu",
+            timeout=300)
+    assert "Traceback" not in r.err, r.err[-2000:]
+    assert sorted(p.name for p in (out / "feedback").iterdir()) == ["alice.txt", "bob.txt"]
+    assert "lone surrogates: \\ud800" in (out / "feedback" / "alice.txt").read_text(encoding="utf-8")
+    assert "Accepted" in (out / "feedback" / "bob.txt").read_text(encoding="utf-8")
+
+
+def _solution(problem: str) -> Path:
+    return Path(__file__).resolve().parents[1] / "solutions" / f"{problem}.py"

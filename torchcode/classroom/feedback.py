@@ -77,7 +77,7 @@ def write_all(out: Path, entries: list[Entry], *, seed: int, problems: list[str]
 
 def write_csv(path: Path, entries: list[Entry], bench: bool) -> None:
     tmp = path.with_suffix(".csv.tmp")
-    with tmp.open("w", newline="", encoding="utf-8") as f:
+    with tmp.open("w", newline="", encoding="utf-8", errors="backslashreplace") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS + (BENCH_COLUMNS if bench else []))
         w.writeheader()
         for e in entries:
@@ -147,7 +147,8 @@ def write_feedback(folder: Path, entries: list[Entry], *, seed: int, mode: str) 
                 con.print(Text(f"speed: {b['ratio']:.2f}x the reference's time (geometric mean over sizes; "
                                f"{b['seconds'] * 1e3:.3g} ms at size {b['size']})"
                                + (f", rank {e.rank} in the class" if e.rank else "")), soft_wrap=True)
-        (folder / f"{name}.txt").write_text(buf.getvalue(), encoding="utf-8")
+        # a folder name that is not UTF-8 (a lone surrogate once read) is written escaped, never a crash
+        (folder / f"{name}.txt").write_text(buf.getvalue(), encoding="utf-8", errors="backslashreplace")
 
 
 def _safe(name: str) -> str:

@@ -132,9 +132,10 @@ def finish() -> None:
             pass
 
 
-# C0 and C1 control characters (but newline and tab), DEL, and the bidirectional overrides that
-# reorder what is displayed: none of them reaches the terminal from text a submission controls.
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# C0 and C1 control characters (but newline and tab), DEL, the bidirectional overrides that
+# reorder what is displayed, and lone surrogates (an exception may carry "\ud800": no terminal,
+# file or page can hold one): none of them reaches the terminal from text a submission controls.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 _NAMED = {"\r": "\\r", "\x1b": "\\x1b"}
 
 
