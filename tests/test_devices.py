@@ -33,13 +33,14 @@ def test_default_dtypes(catalog):
     assert catalog.get("rope").grading.dtypes == ("float32",)
 
 
-@pytest.mark.parametrize("pid", ["sdpa", "flash_attention", "kv_cache", "minimind_attention"])
-def test_low_precision_on_cpu_accepts_correct_code(grader, catalog, pid):
-    spec = catalog.get(pid)
-    for path in [spec.solution_path, *spec.variants("right")]:
-        report = grader.grade(spec, path, seed=3, dtypes=["float32", "bfloat16", "float16"])
-        assert report.passed, (path.name, report.message)
-        assert {c.name.split(" [")[-1] for c in report.cases} >= {"bfloat16]", "float16]"}
+def test_low_precision_on_cpu_runs_every_case_per_dtype(grader, catalog):
+    """(test_variants grades every reference and variant in every declared dtype, as a GPU does.)"""
+    spec = catalog.get("flash_attention")
+    report = grader.grade(spec, spec.solution_path, seed=3, dtypes=["float32", "bfloat16", "float16"])
+    assert report.passed, report.message
+    names = [c.name for c in report.cases]
+    for dtype in ("bfloat16", "float16"):
+        assert sum(n.endswith(f" [{dtype}]") for n in names) == sum("[" not in n for n in names)
 
 
 def test_low_precision_still_catches_mistakes(grader, catalog):
@@ -119,3 +120,28 @@ def test_mask_built_on_cpu_is_a_device_verdict(grader, catalog, tmp_path):
         grader.limits = old
     assert report.verdict.value == "wrong_device", report.message
     assert "device=x.device" in report.message
+
+
+def test_low_precision_tolerates_other_rounding_where_outputs_are_ill_conditioned(grader, catalog):
+    """MiniMind's large_scores case in bfloat16: softmax of large scores is nearly one-hot, so an ulp of
+    difference in q or k moves the output by whole units. A correct layer that rounds RoPE once (in float32)
+    instead of as the reference does was rejected on seed 2; the reference on inputs nudged by a rounding unit
+    now measures how far honest rounding can land."""
+    spec = catalog.get("minimind_attention")
+    report = grader.grade(spec, spec.folder / "right" / "half_tables_complex.py", seed=2, dtypes=["bfloat16"])
+    assert report.passed, report.message
+
+
+def test_spread_widens_the_tolerance_but_an_overflowed_reference_never_allows_everything():
+    from torchcode.grader.compare import compare
+
+    gold = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)
+    ref = torch.tensor([1.0, 2.0, 3.0], dtype=torch.bfloat16)
+    got = torch.tensor([1.0, 2.5, 3.0], dtype=torch.bfloat16)
+    opts = dict(factor=10.0, floor=1e-5)
+    assert compare("out", got, gold, ref, **opts) is not None
+    assert compare("out", got, gold, ref, spread=torch.tensor([1.0, 2.0625, 3.0]), **opts) is None
+    assert compare("out", got, gold, ref, spread=torch.tensor([1.0, 2.0, 3.0, 4.0]), **opts) is not None  # shape
+    for inf in (float("inf"), float("nan")):
+        assert compare("out", got, gold, torch.tensor([1.0, inf, 3.0]), **opts) is not None
+        assert compare("out", got, gold, ref, spread=torch.tensor([inf, 2.0, 3.0]), **opts) is not None

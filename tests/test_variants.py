@@ -20,8 +20,10 @@ def test_every_problem_has_variants():
 
 @pytest.mark.parametrize("pid,path", VARIANTS, ids=[f"{p}/{f.parent.name}/{f.stem}" for p, f in VARIANTS])
 def test_variant_gets_intended_verdict(grader, pid, path):
+    """In every declared dtype, as a GPU grades (the CPU's default is float32 alone), on a new seed each run."""
     spec = CATALOG.get(pid)
-    report = grader.grade(spec, path)
+    report = grader.grade(spec, path, dtypes=list(spec.grading.dtypes))
+    assert report.dtypes == list(spec.grading.dtypes)
     assert report.verdict.value == expected_verdict(path), (report.message, report.seed)
     if not report.passed:
         assert report.message, "a rejection must say what is wrong"
@@ -31,7 +33,8 @@ def test_variant_gets_intended_verdict(grader, pid, path):
 def test_reference_accepted_on_several_seeds(grader, pid):
     spec = CATALOG.get(pid)
     for seed in (0, 1, 12345):
-        report = grader.grade(spec, spec.solution_path, seed=seed)
+        dtypes = list(spec.grading.dtypes) if seed == 0 else ["float32"]  # every dtype once, as a GPU grades
+        report = grader.grade(spec, spec.solution_path, seed=seed, dtypes=dtypes)
         assert report.passed, (seed, report.message)
 
 

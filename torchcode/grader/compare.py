@@ -29,8 +29,12 @@ def atol_for(dtype: torch.dtype) -> float:
 
 
 def compare(what: str, got: torch.Tensor, gold: torch.Tensor, ref: torch.Tensor, *,
-            factor: float, floor: float, ignore: torch.Tensor | None = None) -> Mismatch | None:
-    """None when ``got`` is close enough to ``gold``; else where and how badly it differs."""
+            factor: float, floor: float, ignore: torch.Tensor | None = None,
+            spread: torch.Tensor | None = None) -> Mismatch | None:
+    """None when ``got`` is close enough to ``gold``; else where and how badly it differs.
+
+    ``spread``: the reference on inputs nudged by a rounding unit (low precision); the reference's error
+    is then the larger of its two errors."""
     got64, gold64, ref64 = got.detach().double(), gold.detach().double(), ref.detach().double()
     keep = torch.ones_like(gold64, dtype=torch.bool)
     if ignore is not None:
@@ -39,7 +43,11 @@ def compare(what: str, got: torch.Tensor, gold: torch.Tensor, ref: torch.Tensor,
     keep = keep & finite_gold
     zero = torch.zeros((), dtype=torch.float64)
     scale = torch.where(keep, gold64.abs(), zero).max().item() if gold64.numel() else 0.0
-    ref_err = torch.where(keep, (ref64 - gold64).abs().nan_to_num(nan=0.0), zero).max().item() if gold64.numel() else 0.0
+    ref_err = 0.0  # where a reference overflowed, its error says nothing (and must not allow everything)
+    for r in (ref64, None if spread is None or spread.shape != gold64.shape else spread.detach().double()):
+        if r is not None and gold64.numel():
+            err = (r - gold64).abs()
+            ref_err = max(ref_err, torch.where(keep & torch.isfinite(err), err, zero).max().item())
     allowed = factor * ref_err + floor * scale + atol_for(ref.dtype)
     diff = (got64 - gold64).abs()
     diff = torch.where(torch.isfinite(got64), diff, torch.full_like(diff, float("inf")))

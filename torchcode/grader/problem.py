@@ -36,6 +36,7 @@ class Prepared:
     ignore: dict = field(default_factory=dict)  # (step, path) -> mask
     params: tuple[str, ...] = ()  # the entry point's parameter names (function, or forward)
     replay: bool = False  # the case's second run, with new values
+    spread: execute.Execution | None = None  # low precision: the reference on inputs a rounding unit away
 
 
 def _import_file(path: Path, name: str, what: str):
@@ -116,6 +117,13 @@ class Problem:
                                dtype=torch.float64, make_cotangent=make_cot)
             ref_prog.cotangents = {k: v.to(low) for k, v in gold_prog.cotangents.items()}
             ref = execute.run(self.reference, spec.entry.is_module, ref_prog, execute.Stage(), dtype=low, device=device)
+            spread = None
+            if dtype in LOW_PRECISION:
+                nudge = _nudge(low, caseapi.case_seed(seed, c.name + "/spread" + variant))
+                spread_prog = program(nudge)
+                spread_prog.cotangents = ref_prog.cotangents
+                spread = _cpu(execute.run(self.reference, spec.entry.is_module, spread_prog, execute.Stage(), dtype=low,
+                                          device=device))
         except Exception as e:  # noqa: BLE001
             raise SpecError(spec.solution_path, None,
                             f"the reference failed on case '{c.name}': {type(e).__name__}: {e}") from None
@@ -130,7 +138,7 @@ class Problem:
         if dtype != "float32":
             c.name = f"{c.name} [{dtype}]"
         return Prepared(c, header, msg, _cpu(gold), _cpu(ref), _leaf_labels(c, spec.entry.params), ignore,
-                        tuple(spec.entry.params), replay)
+                        tuple(spec.entry.params), replay, spread)
 
     def layouts(self, cdef: caseapi.CaseDef, c: caseapi.Case, seed: int) -> tuple[str, ...]:
         """The memory layout of each input tensor: real callers pass transposed views and slices.
@@ -199,6 +207,27 @@ def _required(fn, names: tuple[str, ...], skip_self: bool) -> int:
             break
         n += 1
     return n
+
+
+# Low precision: an honest kernel that rounds its intermediates differently from the reference lands as far
+# from gold as the reference does on inputs nudged by a rounding unit. Where the outputs are ill-conditioned
+# (large scores make softmax nearly one-hot), that is much farther than the reference's own error, and a
+# correct kernel must not be rejected for it; the semantics are graded in float32, where nothing is nudged.
+LOW_PRECISION = ("bfloat16", "float16")
+
+
+def _nudge(low: torch.dtype, seed: int):
+    """A cast to ``low`` that moves each floating value up or down by about one rounding unit (or leaves it)."""
+    gen = torch.Generator().manual_seed(seed)
+    eps = torch.finfo(low).eps
+
+    def cast(t: torch.Tensor) -> torch.Tensor:
+        if not t.is_floating_point():
+            return t.clone()
+        step = torch.randint(-1, 2, t.shape, generator=gen).to(torch.float32) * eps
+        return (t.to(low).float() * (1 + step)).to(low)
+
+    return cast
 
 
 def _cpu(ex: execute.Execution) -> execute.Execution:

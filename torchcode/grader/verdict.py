@@ -65,6 +65,7 @@ def judge_case(pol: GradingPolicy, p: Prepared, reply: dict, tensors: list[torch
     flat_learner = [execute.flatten(o) for o in outputs]
     flat_gold = [execute.flatten(o) for o in p.gold.outputs]
     flat_ref = [execute.flatten(o) for o in p.ref.outputs]
+    flat_spread = [execute.flatten(o) for o in p.spread.outputs] if p.spread else [{} for _ in flat_ref]
 
     # 1. structure, type, shape, dtype, device
     for i, (lo, go, ro) in enumerate(zip(outputs, p.gold.outputs, p.ref.outputs)):
@@ -109,23 +110,25 @@ def judge_case(pol: GradingPolicy, p: Prepared, reply: dict, tensors: list[torch
             return res
 
     # 4. values
-    for i, (lo, go, ro) in enumerate(zip(flat_learner, flat_gold, flat_ref)):
+    for i, (lo, go, ro, so) in enumerate(zip(flat_learner, flat_gold, flat_ref, flat_spread)):
         for path, g in go.items():
             if not (isinstance(g, torch.Tensor) and g.is_floating_point()):
                 continue
             m = compare.compare(_label(path, i, multi), lo[path].tensor, g, ro[path],
-                                factor=pol.factor, floor=pol.floor, ignore=p.ignore.get((i, path)))
+                                factor=pol.factor, floor=pol.floor, ignore=p.ignore.get((i, path)), spread=so.get(path))
             if m:
                 return _wrong(res, m)
 
     # 5. gradients
     if c.grad:
         for idx, g in p.gold.input_grads.items():
-            m = _grad(pol, f"gradient of {p.leaf_labels[idx]}", in_grads.get(idx), g, p.ref.input_grads.get(idx))
+            m = _grad(pol, f"gradient of {p.leaf_labels[idx]}", in_grads.get(idx), g, p.ref.input_grads.get(idx),
+                      p.spread.input_grads.get(idx) if p.spread else None)
             if m:
                 return _wrong(res, m) if isinstance(m, Mismatch) else _bad_grad(res, m)
         for name, g in p.gold.param_grads.items():
-            m = _grad(pol, f"gradient of {name}", p_grads.get(name), g, p.ref.param_grads.get(name))
+            m = _grad(pol, f"gradient of {name}", p_grads.get(name), g, p.ref.param_grads.get(name),
+                      p.spread.param_grads.get(name) if p.spread else None)
             if m:
                 return _wrong(res, m) if isinstance(m, Mismatch) else _bad_grad(res, m)
     return res
@@ -189,7 +192,7 @@ def _algorithm_problem(c, reply: dict) -> str | None:
             f"S^{c.max_work_exponent:g}" + (f": {c.work_hint}" if c.work_hint else "") + ".")
 
 
-def _grad(pol: GradingPolicy, what, got, gold, ref):
+def _grad(pol: GradingPolicy, what, got, gold, ref, spread=None):
     """None when the gradient is right; else a Mismatch, or why it is missing or malformed (a message)."""
     if gold is None or ref is None:
         return None
@@ -198,7 +201,7 @@ def _grad(pol: GradingPolicy, what, got, gold, ref):
     if tuple(got.tensor.shape) != tuple(gold.shape):  # autograd never gives one: the .grad was set by hand
         return (f"the {what} has shape {list(got.tensor.shape)}, expected {list(gold.shape)}: gradients must come "
                 "from autograd (never set or replace .grad yourself)")
-    return compare.compare(what, got.tensor, gold, ref, factor=pol.factor, floor=pol.floor)
+    return compare.compare(what, got.tensor, gold, ref, factor=pol.factor, floor=pol.floor, spread=spread)
 
 
 class _LT:
