@@ -27,6 +27,15 @@ def pytest_configure(config):
     _GRADER = Grader()
 
 
+def pytest_runtest_logreport(report):
+    """With TORCHCODE_FAILURE_LOG=FILE, each failure's traceback is appended to FILE the moment it happens
+    (benchmarks/gpu_verify.sh: a device call cut at its time limit still brings back every failure so far)."""
+    log = os.environ.get("TORCHCODE_FAILURE_LOG")
+    if log and report.failed and not os.environ.get("PYTEST_XDIST_WORKER"):
+        with open(log, "a", encoding="utf-8", errors="backslashreplace") as f:
+            f.write(f"=== {report.nodeid} ({report.when}, {report.duration:.1f} s)\n{report.longreprtext}\n\n")
+
+
 def pytest_unconfigure(config):
     if _GRADER is not None:
         _GRADER.close()
