@@ -13,10 +13,12 @@ import platform
 import pty
 import signal
 import sys
+import tempfile
 import threading
 
 import pytest
 
+from conftest import FIXTURES
 from torchcode.grader import confine
 
 LINUX = sys.platform == "linux"
@@ -260,3 +262,15 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
         listener.close()
     assert report["verdict"] == "accepted", r.text
     assert report["output"].count("net: refused 13") == 3 and "sent" not in report["output"], report["output"]
+
+
+@needs_landlock
+def test_temporary_files_and_kernel_caches_go_to_the_scratch_directory(grader, catalog):
+    """tempfile, Triton/Inductor (behind torch.compile and checkpoint) and the CUDA driver write under /tmp
+    and the home directory by default, which confinement leaves read-only: the worker points them at its
+    scratch directory, removed after the grade."""
+    before = set(os.listdir(tempfile.gettempdir()))
+    report = grader.grade(catalog.get("sdpa"), FIXTURES / "sdpa_through_tempfile.py", seed=1)
+    assert report.passed, report.message
+    assert report.limits["confined"]["filesystem"]
+    assert not {n for n in set(os.listdir(tempfile.gettempdir())) - before if n.startswith("tmp")}

@@ -118,8 +118,24 @@ def _setup(config: dict, sock_fd: int) -> None:
     sys.stdout.reconfigure(write_through=True)
     sys.stderr.reconfigure(write_through=True)
     os.chdir(config["cwd"])
+    _scratch_caches(config["cwd"])
     torch.set_num_threads(int(config.get("threads", 1)))
     config["path"], config["protected"] = learner, protected
+
+
+# Where libraries write temporary files and compiled-kernel caches (tempfile, Triton and Inductor behind
+# torch.compile and checkpoint, the CUDA driver's JIT cache, XDG caches): by default /tmp and the home
+# directory, which confinement leaves read-only. Set before the device starts (the driver reads its own then).
+SCRATCH_ENV = {"TMPDIR": "", "XDG_CACHE_HOME": ".cache", "TRITON_CACHE_DIR": ".cache/triton",
+               "TORCHINDUCTOR_CACHE_DIR": ".cache/inductor", "CUDA_CACHE_PATH": ".cache/nv"}
+
+
+def _scratch_caches(scratch: str) -> None:
+    import tempfile
+
+    for var, sub in SCRATCH_ENV.items():
+        os.environ[var] = os.path.join(scratch, sub) if sub else scratch
+    tempfile.tempdir = None  # computed again, from TMPDIR, on first use
 
 
 def _mapped_bytes() -> int:
