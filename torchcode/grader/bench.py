@@ -1,21 +1,39 @@
 """`bench`: time a correct learner kernel against the reference and a fused PyTorch baseline.
 
 Only kernels that pass grading are benchmarked. The learner's kernel runs in the sandboxed
-worker (it only ever runs there); the reference and the baseline run here, on the same
-inputs. Each size gets one memory pass (largest allocation on CPU, max_memory_allocated on
-CUDA) and median-of-reps timing after warm-up (CUDA events on a GPU).
+worker (it only ever runs there); the reference and the baseline run here. Nothing the worker
+says is taken as a time: this side
+
+- times each exchange with the worker (request sent, reply read) with its own clock, and takes
+  off the median cost of the same exchange measured before the learner's file was loaded (the
+  grader's own code in the worker, making outputs of the right shapes without computing);
+- sends every call new inputs of the same shapes, drawn from a secret seed, so no output can be
+  cached or prepared ahead, and compares every reply's outputs with the reference's on the same
+  inputs exactly as grading does: a wrong or missing output is a failure, never a row.
+
+Each size gets warm-up calls, one memory pass (largest allocation on CPU, max_memory_allocated
+on CUDA: the worker's own figure, which its code could forge) and the median of ``reps`` timed
+calls. The reference and the baseline are timed here on the same inputs.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import secrets
+import statistics
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import torch
+
 from torchcode.catalog.spec import ProblemSpec
-from torchcode.errors import UsageError
+from torchcode.errors import GraderError, UsageError
 from torchcode.grader import cases as caseapi
 from torchcode.grader import execute, guards, protocol, verdict
+from torchcode.grader.problem import Prepared
+from torchcode.grader.result import Verdict
 
 
 @dataclass
@@ -27,6 +45,8 @@ class BenchRow:
     reference_peak: int
     baseline_s: float | None = None
     baseline_peak: int | None = None
+    overhead_s: float = 0.0  # taken off learner_s: the least an exchange cost without your kernel (before it was loaded)
+    learner_wall_s: float = 0.0  # median wall-clock time of an exchange with the worker, overhead included
 
     @property
     def ratio(self) -> float:
@@ -41,6 +61,7 @@ class BenchReport:
     dtype: str
     reps: int
     rows: list[BenchRow] = field(default_factory=list)
+    clock: str = "wall"  # "cpu": CPU time from the kernel's accounting (on the CPU); "wall": wall-clock time
 
     def growth(self, attr: str) -> list[float | None]:
         """Empirical exponent k in cost ~ size^k between consecutive sizes (2 = quadratic)."""
@@ -65,7 +86,7 @@ def bench_sizes(spec: ProblemSpec, device: str, sizes: list[int] | None = None) 
 
 
 def run_bench(grader, spec: ProblemSpec, path: Path, *, dtype: str = "float32", sizes: list[int] | None = None,
-              warmup: int = 2, reps: int = 5, seed: int = 0, on_step=None) -> BenchReport:
+              warmup: int = 2, reps: int = 5, seed: int | None = None, on_step=None) -> BenchReport:
     problem = grader.problem(spec)
     if problem.bench_builder is None:
         raise UsageError(f"{spec.id} has no benchmark (its cases.py defines no @benchmark builder)")
@@ -73,46 +94,228 @@ def run_bench(grader, spec: ProblemSpec, path: Path, *, dtype: str = "float32", 
     sizes = bench_sizes(spec, device, sizes)
     if not sizes:
         raise UsageError(f"{spec.id} declares no benchmark sizes for {device} ([bench] {device} = [...] in problem.toml)")
-    low = protocol.DTYPES[dtype]
-    to_low = lambda t: t.to(low) if t.is_floating_point() else t  # noqa: E731
-    report = BenchReport(spec.id, str(path), device, dtype, reps)
+    warmup, reps = max(warmup, 1), max(reps, 1)
+    seed = secrets.randbits(62) if seed is None else seed  # unknown to the worker: no output can be made ahead
+    # on the CPU, with one thread on each side, CPU time: what other programs on the machine do barely changes it
+    clock = "cpu" if device == "cpu" and grader.limits.threads == 1 and _cpu_seconds(os.getpid()) is not None else "wall"
+    report = BenchReport(spec.id, str(path), device, dtype, reps, clock=clock)
     from torchcode.grader.judge import threads
 
-    with grader.loaded_worker(spec, path, dtype) as worker, threads(grader.limits.threads):
-        for i, size in enumerate(sizes):
-            rng = caseapi.Rng(caseapi.case_seed(seed, f"bench/{size}"))
-            c = problem.bench_builder(rng, size)
-            c.grad = False
-            state = problem.weights(c, rng)
-            if on_step:
-                on_step(i, len(sizes), f"{spec.id} size {size}: your kernel")
-            header, msg = problem.message(c, state, to_low)
-            header.update(op="bench", dtype=dtype, device=device, warmup=warmup, reps=reps)
-            worker.send(msg, header)
-            notes = protocol.Notes()
-            try:
-                reply, _ = worker.receive(max(60.0, 20 * (grader.limits.time_limit or spec.grading.time_limit)),
-                                          protocol.Budget(header=1 << 20), notes)
-                error = verdict.clean_error(reply["error"]) if "error" in reply else None
-                if error is None:
-                    seconds, peak = verdict.number(reply.get("seconds"), "time"), verdict.number(reply.get("peak_bytes"), "size")
-            except protocol.Timeout:
-                raise UsageError(f"your kernel took too long at size {size}; try smaller --sizes") from None
-            except (protocol.PeerClosed, protocol.ProtocolError) as e:
-                raise UsageError(f"your kernel's process ended or sent back a malformed result at size {size} ({e})") from None
-            if error or notes.forbidden or notes.tamper:
-                raise UsageError(f"your kernel failed at size {size}: {error['message'] if error else 'a forbidden call'}")
-            prog = problem.program(c, state, to_low)
-            if on_step:
-                on_step(i, len(sizes), f"{spec.id} size {size}: reference")
-            ref = execute.bench(problem.reference, spec.entry.is_module, prog, dtype=low, device=device,
-                                warmup=warmup, reps=reps, guard=guards.Guard([]))
-            row = BenchRow(size, float(seconds), ref["seconds"], int(peak), ref["peak_bytes"])
-            if problem.baseline is not None and not spec.entry.is_module:
-                base = execute.bench(problem.baseline, False, prog, dtype=low, device=device,
-                                     warmup=warmup, reps=reps, guard=guards.Guard([]))
-                row.baseline_s, row.baseline_peak = base["seconds"], base["peak_bytes"]
-            report.rows.append(row)
+    timeout = max(60.0, 20 * (grader.limits.time_limit or spec.grading.time_limit))
+    with threads(grader.limits.threads):
+        plans = [_Size(problem, size, seed, dtype, device, warmup, reps, clock) for size in sizes]
+
+        def calibrate(worker) -> None:  # no learner code in the worker yet
+            for plan in plans:
+                plan.calibrate(worker, timeout)
+
+        with grader.loaded_worker(spec, path, dtype, before_load=calibrate) as worker:
+            for i, plan in enumerate(plans):
+                if on_step:
+                    on_step(i, len(sizes), f"{spec.id} size {plan.size}: your kernel")
+                report.rows.append(plan.run(worker, timeout, lambda: on_step and on_step(
+                    i, len(sizes), f"{spec.id} size {plan.size}: reference")))
     if on_step:
         on_step(len(sizes), len(sizes), "done")
     return report
+
+
+class _Size:
+    """One benchmark size: its calls (each with its own inputs, same shapes), in the order they run:
+    ``warmup`` untimed, one memory pass, ``reps`` timed."""
+
+    def __init__(self, problem, size: int, seed: int, dtype: str, device: str, warmup: int, reps: int, clock: str):
+        self.problem, self.spec, self.size, self.dtype, self.device = problem, problem.spec, size, dtype, device
+        self.cpu_clock = clock == "cpu"
+        self.low = protocol.DTYPES[dtype]
+        self.warmup, self.reps = warmup, reps
+        self.memory_pass = warmup  # index of the memory pass; the timed calls follow it
+        self.cases = []
+        for k in range(warmup + 1 + reps):
+            c = problem.bench_builder(caseapi.Rng(caseapi.case_seed(seed, f"bench/{size}/{k}")), size)
+            c.grad = False
+            if self.cases and caseapi.structure(c) != caseapi.structure(self.cases[0]):
+                raise UsageError(f"{self.spec.id}'s @benchmark builder makes calls of different shapes at size {size} "
+                                 "for different random inputs; bench needs the same shapes for every call")
+            self.cases.append(c)
+        self.state = problem.weights(self.cases[0], caseapi.Rng(caseapi.case_seed(seed, f"bench/{size}/weights")))
+        self.ref_target = execute.bench_target(problem.reference, self.spec.entry.is_module,
+                                               problem.program(self.cases[0], self.state, self._cast),
+                                               dtype=self.low, device=device)
+        out, _ = execute.bench_call(self.ref_target, *self._args(0), device=device)
+        self.like = _like(out)
+        leaves = [t for t in execute.flatten(out).values() if isinstance(t, torch.Tensor)]
+        nbytes = sum(t.numel() * t.element_size() for t in leaves)
+        # the reply may hold what a correct kernel returns, with room for a wrong dtype or shape to be reported as one
+        self.budget = protocol.Budget(header=1 << 20, tensors=len(leaves) + 8, nbytes=4 * nbytes + (1 << 20))
+        self.overhead = 0.0
+
+    def _cast(self, t: torch.Tensor) -> torch.Tensor:
+        return t.to(self.low) if t.is_floating_point() else t
+
+    def _args(self, k: int) -> tuple[tuple, dict]:
+        return execute.bench_args(self.problem.program(self.cases[k], {}, self._cast), self.device)
+
+    def _message(self, k: int, op: str, **extra) -> tuple[dict, protocol.Message]:
+        header, msg = self.problem.message(self.cases[k], {}, self._cast)
+        header.update(op=op, dtype=self.dtype, device=self.device, **extra)
+        return header, msg
+
+    def _exchange(self, worker, header: dict, msg: protocol.Message, timeout: float):
+        """Send one request and read its reply, timed here: (reply, tensors, notes, seconds of the clock, wall seconds).
+
+        The CPU clock is the worker's CPU time, read from the kernel's accounting (/proc) before and after."""
+        notes = protocol.Notes()
+        cpu0 = _cpu_seconds(worker.pid) if self.cpu_clock else None
+        start = time.perf_counter()
+        try:
+            worker.send(msg, header)
+            reply, tensors = worker.receive(timeout, self.budget, notes)
+        except protocol.Timeout:
+            raise UsageError(f"your kernel took too long at size {self.size}; try smaller --sizes") from None
+        except (protocol.PeerClosed, protocol.ProtocolError, OSError) as e:
+            raise UsageError(f"your kernel's process ended or sent back a malformed result at size {self.size} ({e})"
+                             ) from None
+        wall = time.perf_counter() - start
+        if not self.cpu_clock:
+            return reply, tensors, notes, wall, wall
+        cpu1 = _cpu_seconds(worker.pid)
+        if cpu0 is None or cpu1 is None:
+            raise GraderError(f"cannot read the CPU time of the worker process {worker.pid} from /proc")
+        return reply, tensors, notes, cpu1 - cpu0, wall
+
+    def calibrate(self, worker, timeout: float) -> None:
+        """The cost of an exchange without a kernel: the worker's own code (no learner code is loaded yet)
+        receives each call's inputs, moves them to the device and sends back zeros of the outputs' shapes."""
+        costs = []
+        for k in self.order():
+            header, msg = self._message(k, "bench_echo", like=self.like)
+            try:
+                reply, _, _, seconds, _ = self._exchange(worker, header, msg, timeout)
+            except UsageError as e:
+                raise GraderError(f"the worker could not measure the grader's own overhead ({e})") from None
+            if "outputs" not in reply:
+                raise GraderError(f"the worker could not measure the grader's own overhead: {str(reply.get('error'))[:300]}")
+            if k > self.memory_pass:
+                costs.append(seconds)
+        self.overhead = min(costs)  # the least: noise in this measurement can only count against the kernel
+
+    def order(self) -> list[int]:
+        return list(range(len(self.cases)))
+
+    def run(self, worker, timeout: float, on_reference) -> BenchRow:
+        header, msg = self.problem.message(self.cases[0], self.state, self._cast)
+        header.update(op="bench_setup", steps=[], dtype=self.dtype, device=self.device)
+        reply, _, notes, _, _ = self._exchange(worker, header, msg, timeout)
+        if "ok" not in reply or notes.forbidden or notes.tamper:
+            self._fail(-1, reply, [], notes)
+        replies, times, walls, peak = {}, [], [], 0
+        for k in self.order():
+            header, msg = self._message(k, "bench_call", memory=k == self.memory_pass)
+            reply, tensors, notes, seconds, wall = self._exchange(worker, header, msg, timeout)
+            if "outputs" not in reply or notes.forbidden or notes.tamper:
+                self._fail(k, reply, tensors, notes)  # an error: say so now
+            replies[k] = (reply, tensors, notes)
+            if k == self.memory_pass:
+                try:
+                    peak = int(verdict.number(reply.get("peak_bytes"), "size"))
+                except protocol.ProtocolError:
+                    self._fail(k, {"outputs": None}, [], notes)
+            elif k > self.memory_pass:
+                times.append(seconds)
+                walls.append(wall)
+        on_reference()
+        ref_s, ref_peak, ref_outs = self._time_here(self.ref_target, keep=True)
+        for k, (reply, tensors, notes) in replies.items():  # every output, as grading compares it
+            self._check(k, reply, tensors, notes, ref_outs[k])
+        row = BenchRow(self.size, max(statistics.median(times) - self.overhead, 0.0), ref_s, peak, ref_peak,
+                       overhead_s=self.overhead, learner_wall_s=statistics.median(walls))
+        baseline = self.problem.baseline
+        if baseline is not None and not self.spec.entry.is_module:
+            row.baseline_s, row.baseline_peak, _ = self._time_here(baseline)
+        return row
+
+    def _time_here(self, target, keep: bool = False) -> tuple[float, int, dict]:
+        """Time ``target`` in this process on the same calls: (median seconds, peak bytes, outputs by call).
+        The CPU clock is this thread's CPU time (the grader computes on one thread, as the worker does)."""
+        clock = time.thread_time if self.cpu_clock else time.perf_counter
+        times, peak, outs = [], 0, {}
+        for k in self.order():
+            args, kwargs = self._args(k)
+            if k == self.memory_pass:
+                out, peak = execute.bench_call(target, args, kwargs, device=self.device, guard=guards.Guard([]))
+            else:
+                start = clock()
+                out, _ = execute.bench_call(target, args, kwargs, device=self.device)
+                if k > self.memory_pass:
+                    times.append(clock() - start)
+            if keep:
+                outs[k] = _cpu(out)
+        return statistics.median(times), int(peak), outs
+
+    def _check(self, k: int, reply: dict, tensors: list, notes, ref_out) -> None:
+        c = self.cases[k]
+        to64 = lambda t: t.to(self.low).double() if t.is_floating_point() else t  # noqa: E731
+        gold = execute.run(self.problem.reference, self.spec.entry.is_module, self.problem.program(c, self.state, to64),
+                           execute.Stage(), dtype=torch.float64)
+        p = Prepared(c, {"device": self.device}, protocol.Message(), execute.Execution(outputs=[_cpu(gold.outputs[0])]),
+                     execute.Execution(outputs=[ref_out]), [],
+                     {(i, path): m for i, s in enumerate(c.steps) for path, m in s.ignore.items()},
+                     tuple(self.spec.entry.params))
+        res = self.problem.judge(p, _as_case_reply(reply), tensors, notes)
+        if res.verdict is not Verdict.ACCEPTED:
+            self._fail(k, reply, tensors, notes, res.message)
+
+    def _fail(self, k: int, reply: dict, tensors: list, notes, message: str | None = None):
+        if message is None:
+            if notes.forbidden or notes.tamper:
+                message = ("your code tampered with the grader's guards" if notes.tamper
+                           else f"called {', '.join(notes.forbidden)}")
+            elif "error" in reply:
+                try:
+                    message = verdict.clean_error(reply["error"])["message"]
+                except protocol.ProtocolError as e:
+                    message = verdict.malformed(e)
+            else:
+                message = verdict.malformed(protocol.ProtocolError("no outputs"))
+        which = "being set up" if k < 0 else "a timed call" if k > self.memory_pass else "an untimed call"
+        message = message.strip()
+        raise UsageError(f"your kernel failed at size {self.size} ({which}): {message}"
+                         + ("" if message.endswith((".", "?", "!")) else ".")
+                         + " Only correct results are timed: every call gets new inputs, and its outputs are compared "
+                           "with the reference's as grading does.")
+
+
+def _as_case_reply(reply: dict) -> dict:
+    """A bench reply in the shape grading judges (only its outputs come from the worker)."""
+    return {"seconds": 0.0, "largest": 0, "largest_shape": [], "widest": [0, "", []], "outputs": reply.get("outputs"),
+            "input_grads": {}, "param_grads": {}}
+
+
+def _like(out):
+    """The shapes of a call's outputs, for the worker's overhead exchange: [shape], {"L": [...]} or None."""
+    if isinstance(out, torch.Tensor):
+        return list(out.shape)
+    if isinstance(out, (tuple, list)):
+        return {"L": [_like(x) for x in out]}
+    return None
+
+
+def _cpu(v):
+    if isinstance(v, torch.Tensor):
+        return v.detach().cpu()
+    if isinstance(v, (tuple, list)):
+        return tuple(_cpu(x) for x in v)
+    return v
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """CPU time the kernel has charged to a process's threads (/proc/PID/task/*/schedstat, in ns), or None."""
+    try:
+        total = 0
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        return total / 1e9
+    except (OSError, ValueError, IndexError):
+        return None

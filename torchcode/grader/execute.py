@@ -363,27 +363,23 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
     return ex
 
 
-def bench(entry, is_module: bool, prog: Program, *, dtype, device: str, warmup: int, reps: int, guard) -> dict:
-    """Time the single call of ``prog`` on ``entry`` and measure its peak memory (no gradients).
+def bench_target(entry, is_module: bool, prog: Program, *, dtype, device: str):
+    """What a benchmark calls: the function itself, or the module built with the program's weights (eval mode)."""
+    if not is_module:
+        return entry
+    init_args, init_kwargs = prog.calling.construct({k: materialize(v) for k, v in (prog.init or {}).items()})
+    target = entry(*init_args, **init_kwargs)
+    target.to(device).to(dtype)
+    with torch.no_grad():
+        params = dict(target.named_parameters())
+        for name, value in prog.state.items():
+            params[name].copy_(value)
+    target.eval()
+    return target
 
-    ``warmup`` untimed calls come first (at least one: on CUDA the first call loads kernels and
-    allocates workspaces once, which is no peak of this kernel's); then one pass under ``guard``
-    records the largest allocation (CPU) or ``max_memory_allocated`` (CUDA); then the timed passes
-    run without any mode.
-    """
-    import statistics
-    import time
 
-    target = entry
-    if is_module:
-        init_args, init_kwargs = prog.calling.construct({k: materialize(v) for k, v in (prog.init or {}).items()})
-        target = entry(*init_args, **init_kwargs)
-        target.to(device).to(dtype)
-        with torch.no_grad():
-            params = dict(target.named_parameters())
-            for name, value in prog.state.items():
-                params[name].copy_(value)
-        target.eval()
+def bench_args(prog: Program, device: str) -> tuple[tuple, dict]:
+    """The single call of a benchmark program, its tensors moved to ``device``."""
     (args, kwargs), = prog.steps
 
     def move(v):
@@ -395,31 +391,29 @@ def bench(entry, is_module: bool, prog: Program, *, dtype, device: str, warmup: 
             return tuple(move(x) for x in v)
         return materialize(v)
 
-    a, kw = prog.calling.call(tuple(move(x) for x in args), {k: move(v) for k, v in kwargs.items()})
+    return prog.calling.call(tuple(move(x) for x in args), {k: move(v) for k, v in kwargs.items()})
+
+
+def bench_call(target, args: tuple, kwargs: dict, *, device: str, guard=None):
+    """One call without gradients, finished on the device when it returns: ``(output, peak)``.
+
+    With ``guard``, the call runs under it and ``peak`` is its largest allocation (CPU) or
+    ``max_memory_allocated`` above what was allocated before (CUDA); without, ``peak`` is None."""
     cuda = device.startswith("cuda")
+    peak = None
     with torch.no_grad():
-        for _ in range(max(warmup, 1)):
-            target(*a, **kw)
-        if cuda:
-            torch.cuda.synchronize()
-            torch.cuda.reset_peak_memory_stats()
-            base = torch.cuda.memory_allocated()
-        with guard:
-            target(*a, **kw)
-        if cuda:
-            torch.cuda.synchronize()
-        peak = (torch.cuda.max_memory_allocated() - base) if cuda else guard.largest_bytes
-        times = []
-        for _ in range(reps):
+        if guard is None:
+            out = target(*args, **kwargs)
+        else:
             if cuda:
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                target(*a, **kw)
-                end.record()
                 torch.cuda.synchronize()
-                times.append(start.elapsed_time(end) / 1000)
-            else:
-                t = time.perf_counter()
-                target(*a, **kw)
-                times.append(time.perf_counter() - t)
-    return {"seconds": statistics.median(times), "peak_bytes": int(peak)}
+                torch.cuda.reset_peak_memory_stats()
+                base = torch.cuda.memory_allocated()
+            with guard:
+                out = target(*args, **kwargs)
+            if cuda:
+                torch.cuda.synchronize()
+            peak = (torch.cuda.max_memory_allocated() - base) if cuda else guard.largest_bytes
+        if cuda:
+            torch.cuda.synchronize()
+    return out, peak

@@ -186,12 +186,15 @@ class Grader:
                                                    "init_positional": calling.init_positional}})
 
     @contextlib.contextmanager
-    def loaded_worker(self, spec: ProblemSpec, path: Path, dtype: str = "float32"):
-        """A worker with the learner's file imported (for bench; the file has already been graded)."""
+    def loaded_worker(self, spec: ProblemSpec, path: Path, dtype: str = "float32", before_load=None):
+        """A worker with the learner's file imported (for bench; the file has already been graded).
+        ``before_load(worker)`` runs once the worker is ready, while no learner code is in it yet."""
         with tempfile.TemporaryDirectory(prefix="torchcode-") as tmp:
             worker = self._spawn(spec, path, Path(tmp), [dtype])
             try:
                 self._started(worker)
+                if before_load is not None:
+                    before_load(worker)
                 self._send_load(worker, spec, path)
                 notes = protocol.Notes()
                 try:

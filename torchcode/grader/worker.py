@@ -317,6 +317,8 @@ class Worker:
         self.entry = None
         self.spec: dict = {}
         self.path = ""
+        self.forbidden: list = []
+        self.benched = (None, "cpu")  # (what bench_call calls, its device): set by bench_setup
 
     def serve(self) -> None:
         while True:
@@ -327,8 +329,9 @@ class Worker:
             elif op == "case":
                 msg = Message()
                 body = self.case(header, tensors, msg)
-            elif op == "bench":
-                msg, body = Message(), self.bench(header, tensors)
+            elif op in ("bench_setup", "bench_call", "bench_echo"):
+                msg = Message()
+                body = getattr(self, op)(header, tensors, msg)
             else:
                 return
             msg.send(self.sock, body)
@@ -463,16 +466,54 @@ class Worker:
             **self._memory(guard),
         }
 
-    def bench(self, h: dict, tensors: list) -> dict:
+    # -- benchmarking: the trusted side times each exchange from outside and checks every output ------
+    def bench_setup(self, h: dict, tensors: list, msg: Message) -> dict:
+        """What the next ``bench_call``s call: the function, or the module built with these weights."""
         prog = self._program(h, tensors)
         prog.calling = self._calling()
+        dtype, device = protocol.DTYPES.get(str(h.get("dtype")), torch.float32), str(h.get("device", "cpu"))
         guard = guards.Guard(self.forbidden)
         try:
-            return execute.bench(self.entry, self.spec["kind"] == "module", prog, guard=guard,
-                                 dtype=protocol.DTYPES.get(str(h.get("dtype")), torch.float32),
-                                 device=str(h.get("device", "cpu")), warmup=int(h["warmup"]), reps=int(h["reps"]))
+            with guard:
+                target = execute.bench_target(self.entry, self.spec["kind"] == "module", prog, dtype=dtype, device=device)
+        except BaseException as e:  # noqa: BLE001
+            return {"error": self._error(e, guard, "in __init__ (while benchmarking)")}
+        self.benched = (target, device)
+        return {"ok": True}
+
+    def bench_call(self, h: dict, tensors: list, msg: Message) -> dict:
+        """One call on the inputs that came with the request; its outputs go back to be checked."""
+        target, device = self.benched
+        return self._bench_run(target, self._calling(), h, tensors, msg, device)
+
+    def bench_echo(self, h: dict, tensors: list, msg: Message) -> dict:
+        """The same exchange as ``bench_call`` with a call that only makes outputs of the shapes asked for.
+        Sent before the learner's file is loaded: what the trusted side measures here is the grader's
+        own cost of an exchange, which it takes off each timed one."""
+        device = str(h.get("device", "cpu"))
+        dtype = protocol.DTYPES.get(str(h.get("dtype")), torch.float32)
+
+        def blank(like):
+            if isinstance(like, list):
+                return torch.zeros(like, dtype=dtype, device=device)
+            if isinstance(like, dict) and isinstance(like.get("L"), list):
+                return tuple(blank(x) for x in like["L"])
+            return None
+
+        return self._bench_run(lambda *a, **kw: blank(h.get("like")), execute.Calling(), h, tensors, msg, device)
+
+    def _bench_run(self, target, calling, h: dict, tensors: list, msg: Message, device: str) -> dict:
+        guard = guards.Guard(self.forbidden)
+        try:
+            prog = self._program(h, tensors)
+            prog.calling = calling
+            args, kwargs = execute.bench_args(prog, device)
+            out, peak = execute.bench_call(target, args, kwargs, device=device, guard=guard if h.get("memory") else None)
         except BaseException as e:  # noqa: BLE001
             return {"error": self._error(e, guard, "while benchmarking")}
+        if guard.violations or guard.tampered:
+            return {"error": self._error(guards.ForbiddenCall(), guard, "while benchmarking")}
+        return {"outputs": [self._encode(out, msg)], **({"peak_bytes": int(peak)} if peak is not None else {})}
 
     @staticmethod
     def _memory(guard) -> dict:

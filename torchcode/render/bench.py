@@ -26,7 +26,7 @@ def _k(x: float | None) -> str:
 
 
 def table(con: Console, r, file: str) -> None:
-    t = Table(title=f"bench {r.problem}  {file}  ({r.device}, {r.dtype}, ms: median of {r.reps})",
+    t = Table(title=f"bench {r.problem}  {file}  ({r.device}, {r.dtype}, ms{' of CPU time' if r.clock == 'cpu' else ''}: median of {r.reps})",
               header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
     for col in ("size", "yours", "ref", "x ref", "fused", "peak", "mem k", "time k", "ref pk", "fused pk"):
         t.add_column(col, justify="right", no_wrap=True, min_width=len(col))
@@ -41,6 +41,7 @@ def table(con: Console, r, file: str) -> None:
         k, rk = max(worse)
         con.print(f"[yellow]Your peak memory grows like size^{k:.1f} where the reference's grows like size^{rk:.1f}: "
                   "an intermediate the reference avoids is still there.[/yellow]")
-    con.print("[dim]yours / ref / fused: your kernel, the reference, PyTorch's fused kernel (ms). peak: largest "
-              "allocation (CPU) or max_memory_allocated (CUDA). k: cost ~ size^k from the row above "
-              "(2 = quadratic).[/dim]")
+    con.print("[dim]yours / ref / fused: your kernel, the reference, PyTorch's fused kernel (ms). Yours is timed "
+              "from outside its process, on new inputs every call, every output checked; the grader's own cost of a "
+              "call is taken off. peak: largest allocation (CPU) or max_memory_allocated (CUDA), as your kernel's "
+              "process reports it. k: cost ~ size^k from the row above (2 = quadratic).[/dim]")

@@ -1,0 +1,101 @@
+"""`bench` and `grade --bench` time the learner's kernel from outside its process, on new inputs every call,
+with every output checked: a kernel that forges its reply, patches the clock, caches outputs or returns
+garbage at the benchmark's sizes gets a failure or an honest time, never a fast row."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+HOSTILE = Path(__file__).parent / "hostile"
+FAILS = "Only correct results are timed"
+
+
+def bench(cli, path: Path, *extra: str):
+    r = cli("bench", "sdpa", str(path), "--sizes", "256", "--reps", "3", "--json", "--device", "cpu", *extra)
+    assert "Traceback" not in r.err, r.err
+    return r
+
+
+def honest(row: dict) -> bool:
+    """A time of the same order as the reference's (the same algorithm), not a forged or cached one."""
+    return row["learner_s"] >= 0.25 * row["reference_s"] and row["learner_wall_s"] >= row["learner_s"] > 1e-3
+
+
+@pytest.mark.parametrize("name", ["bench_forges_reply", "bench_caches_by_shape", "bench_wrong_at_bench_sizes"])
+def test_forged_cached_or_wrong_results_are_a_failure_not_a_row(cli, name):
+    r = bench(cli, HOSTILE / f"{name}.py")
+    assert r.code == 2 and FAILS in r.err, (r.code, r.out, r.err)
+    assert "size 256" in r.err
+
+
+def test_a_patched_clock_changes_nothing(cli):
+    """time.perf_counter replaced in the worker: it used to report 1e-9 s; the clock that counts is outside."""
+    r = bench(cli, HOSTILE / "bench_patches_timer.py")
+    assert r.code == 0, r.err
+    row, = json.loads(r.out)["rows"]
+    assert honest(row), row
+
+
+def test_a_cache_keyed_on_addresses_gets_a_failure_or_an_honest_time(cli):
+    """New tensors may land where old ones were (then the replayed output is wrong), or not (then it computes)."""
+    r = cli("bench", "sdpa", str(HOSTILE / "bench_caches_by_data_ptr.py"), "--sizes", "256,512", "--reps", "3",
+            "--json", "--device", "cpu")
+    assert "Traceback" not in r.err, r.err
+    if r.code:
+        assert r.code == 2 and FAILS in r.err and "does not match the reference" in r.err, r.err
+    else:
+        assert all(honest(row) for row in json.loads(r.out)["rows"]), r.out
+
+
+def test_a_correct_kernel_is_timed_with_the_real_cost_of_its_work(cli, workdir):
+    src = (ROOT / "solutions" / "sdpa.py").read_text()
+    (workdir / "sdpa.py").write_text(src)
+    r = bench(cli, workdir / "sdpa.py")
+    assert r.code == 0, r.err
+    row, = json.loads(r.out)["rows"]
+    assert honest(row) and row["learner_s"] <= 4 * row["reference_s"], row
+    assert json.loads(r.out)["clock"] == "cpu" and 0 < row["overhead_s"] < row["learner_wall_s"]
+    # the same kernel doing its work eight times over: the clock outside sees all of it
+    (workdir / "slow.py").write_text(src.replace("    weights = torch.softmax(scores, dim=-1)",
+                                                 "    for _ in range(7):\n        torch.softmax(scores, dim=-1) @ V\n"
+                                                 "    weights = torch.softmax(scores, dim=-1)"))
+    r = bench(cli, workdir / "slow.py")
+    assert r.code == 0, r.err
+    slow, = json.loads(r.out)["rows"]
+    assert slow["ratio"] >= 3 * row["ratio"], (row, slow)
+
+
+def test_grade_bench_ranks_only_trusted_times(tmp_path):
+    """A class where one student's kernel caches its output and another forges the bench reply: both are
+    accepted by grading, neither gets a time or a rank; the honest kernel is ranked first."""
+    work = tmp_path / "class"
+    for student, src in (("alice", ROOT / "solutions" / "sdpa.py"), ("mallory", HOSTILE / "bench_caches_by_shape.py"),
+                         ("trudy", HOSTILE / "bench_forges_reply.py")):
+        (work / student).mkdir(parents=True)
+        shutil.copy(src, work / student / "sdpa.py")
+    out = tmp_path / "out"
+    exe = shutil.which("torchcode")
+    env = {**os.environ, "COLUMNS": "160", "NO_COLOR": "1", "TORCHCODE_HOME": str(tmp_path / "home")}
+    env.pop("TORCHCODE_PROBLEMS", None)
+    p = subprocess.run([*([exe] if exe else [sys.executable, "-m", "torchcode"]), "grade", str(work), "--problems",
+                        "sdpa", "--out", str(out), "--device", "cpu", "--workers", "1", "--bench"], cwd=tmp_path,
+                       env=env, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stdout + p.stderr
+    with open(out / "grades.csv", newline="") as f:
+        sheet = {r["student"]: r for r in csv.DictReader(f)}
+    assert all(sheet[s]["verdict"] == "accepted" for s in ("alice", "mallory", "trudy"))
+    assert sheet["alice"]["rank"] == "1" and float(sheet["alice"]["x_ref"]) > 0.25
+    for cheat in ("mallory", "trudy"):
+        assert sheet[cheat]["rank"] == "" and sheet[cheat]["x_ref"] == "" and sheet[cheat]["ms"] == "", sheet[cheat]
+        assert f"not timed: {cheat}/sdpa.py" in p.stdout, p.stdout
+    assert "does not match the reference" in p.stdout and "malformed result" in p.stdout
