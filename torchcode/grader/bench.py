@@ -1,19 +1,20 @@
 """`bench`: time a correct learner kernel against the reference and a fused PyTorch baseline.
 
 Only kernels that pass grading are benchmarked. The learner's kernel runs in the sandboxed
-worker (it only ever runs there); the reference and the baseline run here. Nothing the worker
-says is taken as a time: this side
+worker (it only ever runs there), the reference in a worker of its own (unconfined: it is
+trusted), the baseline here. Nothing a worker says is taken as a time: this side
 
-- times each exchange with the worker (request sent, reply read) with its own clock, and takes
-  off the median cost of the same exchange measured before the learner's file was loaded (the
-  grader's own code in the worker, making outputs of the right shapes without computing);
+- times each exchange with a worker (request sent, reply read) with its own clock: on the CPU
+  the worker's CPU time from the kernel's accounting (/proc), on a GPU wall-clock time; and
+  takes off the least cost of the same exchange measured before anything was loaded into
+  that worker (the grader's own code, making outputs of the right shapes without computing);
 - sends every call new inputs of the same shapes, drawn from a secret seed, so no output can be
   cached or prepared ahead, and compares every reply's outputs with the reference's on the same
   inputs exactly as grading does: a wrong or missing output is a failure, never a row.
 
 Each size gets warm-up calls, one memory pass (largest allocation on CPU, max_memory_allocated
-on CUDA: the worker's own figure, which its code could forge) and the median of ``reps`` timed
-calls. The reference and the baseline are timed here on the same inputs.
+on CUDA: each worker's own figure, which the learner's code could forge) and the median of
+``reps`` timed calls, each call going to the learner's worker and then to the reference's.
 """
 
 from __future__ import annotations
@@ -105,19 +106,25 @@ def run_bench(grader, spec: ProblemSpec, path: Path, *, dtype: str = "float32", 
     with threads(grader.limits.threads):
         plans = [_Size(problem, size, seed, dtype, device, warmup, reps, clock) for size in sizes]
 
-        def calibrate(worker) -> None:  # no learner code in the worker yet
-            for plan in plans:
-                plan.calibrate(worker, timeout)
+        def calibrate(side: str):
+            def measure(worker) -> None:  # nothing loaded in the worker yet: only the grader's code runs there
+                for plan in plans:
+                    plan.calibrate(worker, side, timeout)
+            return measure
 
-        with grader.loaded_worker(spec, path, dtype, before_load=calibrate) as worker:
+        # the reference runs in a worker of its own, timed exactly as yours: same process state, same clock
+        with grader.loaded_worker(spec, path, dtype, before_load=calibrate(MINE)) as mine, \
+                grader.loaded_worker(spec, path, dtype, before_load=calibrate(REF), reference=True) as ref:
             for i, plan in enumerate(plans):
                 if on_step:
-                    on_step(i, len(sizes), f"{spec.id} size {plan.size}: your kernel")
-                report.rows.append(plan.run(worker, timeout, lambda: on_step and on_step(
-                    i, len(sizes), f"{spec.id} size {plan.size}: reference")))
+                    on_step(i, len(sizes), f"{spec.id} size {plan.size}")
+                report.rows.append(plan.run({MINE: mine, REF: ref}, timeout))
     if on_step:
         on_step(len(sizes), len(sizes), "done")
     return report
+
+
+MINE, REF = "your kernel", "the reference"
 
 
 class _Size:
@@ -139,16 +146,15 @@ class _Size:
                                  "for different random inputs; bench needs the same shapes for every call")
             self.cases.append(c)
         self.state = problem.weights(self.cases[0], caseapi.Rng(caseapi.case_seed(seed, f"bench/{size}/weights")))
-        self.ref_target = execute.bench_target(problem.reference, self.spec.entry.is_module,
-                                               problem.program(self.cases[0], self.state, self._cast),
-                                               dtype=self.low, device=device)
-        out, _ = execute.bench_call(self.ref_target, *self._args(0), device=device)
-        self.like = _like(out)
+        target = execute.bench_target(problem.reference, self.spec.entry.is_module,
+                                      problem.program(self.cases[0], self.state, self._cast), dtype=self.low, device=device)
+        out, _ = execute.bench_call(target, *self._args(0), device=device)
+        self.like = _like(out)  # the outputs' shapes, for the overhead exchanges
         leaves = [t for t in execute.flatten(out).values() if isinstance(t, torch.Tensor)]
         nbytes = sum(t.numel() * t.element_size() for t in leaves)
         # the reply may hold what a correct kernel returns, with room for a wrong dtype or shape to be reported as one
         self.budget = protocol.Budget(header=1 << 20, tensors=len(leaves) + 8, nbytes=4 * nbytes + (1 << 20))
-        self.overhead = 0.0
+        self.overhead: dict[str, float] = {}
 
     def _cast(self, t: torch.Tensor) -> torch.Tensor:
         return t.to(self.low) if t.is_floating_point() else t
@@ -161,7 +167,7 @@ class _Size:
         header.update(op=op, dtype=self.dtype, device=self.device, **extra)
         return header, msg
 
-    def _exchange(self, worker, header: dict, msg: protocol.Message, timeout: float):
+    def _exchange(self, worker, header: dict, msg: protocol.Message, timeout: float, side: str):
         """Send one request and read its reply, timed here: (reply, tensors, notes, seconds of the clock, wall seconds).
 
         The CPU clock is the worker's CPU time, read from the kernel's accounting (/proc) before and after."""
@@ -172,8 +178,13 @@ class _Size:
             worker.send(msg, header)
             reply, tensors = worker.receive(timeout, self.budget, notes)
         except protocol.Timeout:
+            if side == REF:
+                raise GraderError(f"the reference took more than {timeout:g} s at size {self.size}") from None
             raise UsageError(f"your kernel took too long at size {self.size}; try smaller --sizes") from None
         except (protocol.PeerClosed, protocol.ProtocolError, OSError) as e:
+            if side == REF:
+                raise GraderError(f"the reference's worker ended or sent back a malformed result at size {self.size} "
+                                  f"({e})") from None
             raise UsageError(f"your kernel's process ended or sent back a malformed result at size {self.size} ({e})"
                              ) from None
         wall = time.perf_counter() - start
@@ -184,74 +195,78 @@ class _Size:
             raise GraderError(f"cannot read the CPU time of the worker process {worker.pid} from /proc")
         return reply, tensors, notes, cpu1 - cpu0, wall
 
-    def calibrate(self, worker, timeout: float) -> None:
-        """The cost of an exchange without a kernel: the worker's own code (no learner code is loaded yet)
-        receives each call's inputs, moves them to the device and sends back zeros of the outputs' shapes."""
+    def calibrate(self, worker, side: str, timeout: float) -> None:
+        """The cost of an exchange without a kernel: the worker's own code (nothing is loaded yet) receives
+        each call's inputs, moves them to the device and sends back zeros of the outputs' shapes."""
         costs = []
         for k in self.order():
             header, msg = self._message(k, "bench_echo", like=self.like)
             try:
-                reply, _, _, seconds, _ = self._exchange(worker, header, msg, timeout)
+                reply, _, _, seconds, _ = self._exchange(worker, header, msg, timeout, side)
             except UsageError as e:
                 raise GraderError(f"the worker could not measure the grader's own overhead ({e})") from None
             if "outputs" not in reply:
                 raise GraderError(f"the worker could not measure the grader's own overhead: {str(reply.get('error'))[:300]}")
             if k > self.memory_pass:
                 costs.append(seconds)
-        self.overhead = min(costs)  # the least: noise in this measurement can only count against the kernel
+        self.overhead[side] = min(costs)  # the least: noise in this measurement can only count against the kernel
 
     def order(self) -> list[int]:
         return list(range(len(self.cases)))
 
-    def run(self, worker, timeout: float, on_reference) -> BenchRow:
+    def run(self, workers: dict, timeout: float) -> BenchRow:
+        """Each call goes to your kernel's worker and then to the reference's, on the same inputs."""
         header, msg = self.problem.message(self.cases[0], self.state, self._cast)
         header.update(op="bench_setup", steps=[], dtype=self.dtype, device=self.device)
-        reply, _, notes, _, _ = self._exchange(worker, header, msg, timeout)
-        if "ok" not in reply or notes.forbidden or notes.tamper:
-            self._fail(-1, reply, [], notes)
-        replies, times, walls, peak = {}, [], [], 0
+        for side, worker in workers.items():
+            reply, _, notes, _, _ = self._exchange(worker, header, msg, timeout, side)
+            if "ok" not in reply or notes.forbidden or notes.tamper:
+                self._fail(side, -1, reply, notes)
+        replies, ref_outs, times, walls, peaks = {}, {}, {MINE: [], REF: []}, [], {}
         for k in self.order():
             header, msg = self._message(k, "bench_call", memory=k == self.memory_pass)
-            reply, tensors, notes, seconds, wall = self._exchange(worker, header, msg, timeout)
-            if "outputs" not in reply or notes.forbidden or notes.tamper:
-                self._fail(k, reply, tensors, notes)  # an error: say so now
-            replies[k] = (reply, tensors, notes)
-            if k == self.memory_pass:
-                try:
-                    peak = int(verdict.number(reply.get("peak_bytes"), "size"))
-                except protocol.ProtocolError:
-                    self._fail(k, {"outputs": None}, [], notes)
-            elif k > self.memory_pass:
-                times.append(seconds)
-                walls.append(wall)
-        on_reference()
-        ref_s, ref_peak, ref_outs = self._time_here(self.ref_target, keep=True)
+            for side, worker in workers.items():
+                reply, tensors, notes, seconds, wall = self._exchange(worker, header, msg, timeout, side)
+                if "outputs" not in reply or notes.forbidden or notes.tamper:
+                    self._fail(side, k, reply, notes)  # an error: say so now
+                if side == MINE:
+                    replies[k] = (reply, tensors, notes)
+                else:
+                    ref_outs[k] = _outputs(reply, tensors, self.size)
+                if k == self.memory_pass:
+                    try:
+                        peaks[side] = int(verdict.number(reply.get("peak_bytes"), "size"))
+                    except protocol.ProtocolError:
+                        self._fail(side, k, {}, notes)
+                elif k > self.memory_pass:
+                    times[side].append(seconds)
+                    if side == MINE:
+                        walls.append(wall)
         for k, (reply, tensors, notes) in replies.items():  # every output, as grading compares it
             self._check(k, reply, tensors, notes, ref_outs[k])
-        row = BenchRow(self.size, max(statistics.median(times) - self.overhead, 0.0), ref_s, peak, ref_peak,
-                       overhead_s=self.overhead, learner_wall_s=statistics.median(walls))
+        mine, ref = (max(statistics.median(times[s]) - self.overhead[s], 0.0) for s in (MINE, REF))
+        row = BenchRow(self.size, mine, ref, peaks[MINE], peaks[REF], overhead_s=self.overhead[MINE],
+                       learner_wall_s=statistics.median(walls))
         baseline = self.problem.baseline
         if baseline is not None and not self.spec.entry.is_module:
-            row.baseline_s, row.baseline_peak, _ = self._time_here(baseline)
+            row.baseline_s, row.baseline_peak = self._time_here(baseline)
         return row
 
-    def _time_here(self, target, keep: bool = False) -> tuple[float, int, dict]:
-        """Time ``target`` in this process on the same calls: (median seconds, peak bytes, outputs by call).
-        The CPU clock is this thread's CPU time (the grader computes on one thread, as the worker does)."""
+    def _time_here(self, target) -> tuple[float, int]:
+        """Time ``target`` in this process on the same calls: (median seconds, peak bytes). The CPU clock is
+        this thread's CPU time (the grader computes on one thread, as the workers do)."""
         clock = time.thread_time if self.cpu_clock else time.perf_counter
-        times, peak, outs = [], 0, {}
+        times, peak = [], 0
         for k in self.order():
             args, kwargs = self._args(k)
             if k == self.memory_pass:
-                out, peak = execute.bench_call(target, args, kwargs, device=self.device, guard=guards.Guard([]))
+                _, peak = execute.bench_call(target, args, kwargs, device=self.device, guard=guards.Guard([]))
             else:
                 start = clock()
-                out, _ = execute.bench_call(target, args, kwargs, device=self.device)
+                execute.bench_call(target, args, kwargs, device=self.device)
                 if k > self.memory_pass:
                     times.append(clock() - start)
-            if keep:
-                outs[k] = _cpu(out)
-        return statistics.median(times), int(peak), outs
+        return statistics.median(times), int(peak)
 
     def _check(self, k: int, reply: dict, tensors: list, notes, ref_out) -> None:
         c = self.cases[k]
@@ -264,9 +279,9 @@ class _Size:
                      tuple(self.spec.entry.params))
         res = self.problem.judge(p, _as_case_reply(reply), tensors, notes)
         if res.verdict is not Verdict.ACCEPTED:
-            self._fail(k, reply, tensors, notes, res.message)
+            self._fail(MINE, k, reply, notes, res.message)
 
-    def _fail(self, k: int, reply: dict, tensors: list, notes, message: str | None = None):
+    def _fail(self, side: str, k: int, reply: dict, notes, message: str | None = None):
         if message is None:
             if notes.forbidden or notes.tamper:
                 message = ("your code tampered with the grader's guards" if notes.tamper
@@ -277,9 +292,11 @@ class _Size:
                 except protocol.ProtocolError as e:
                     message = verdict.malformed(e)
             else:
-                message = verdict.malformed(protocol.ProtocolError("no outputs"))
+                message = verdict.malformed(protocol.ProtocolError("no outputs" if k != self.memory_pass else "bad size"))
         which = "being set up" if k < 0 else "a timed call" if k > self.memory_pass else "an untimed call"
         message = message.strip()
+        if side == REF:
+            raise GraderError(f"the reference failed at size {self.size} ({which}): {message}")
         raise UsageError(f"your kernel failed at size {self.size} ({which}): {message}"
                          + ("" if message.endswith((".", "?", "!")) else ".")
                          + " Only correct results are timed: every call gets new inputs, and its outputs are compared "
@@ -299,6 +316,23 @@ def _like(out):
     if isinstance(out, (tuple, list)):
         return {"L": [_like(x) for x in out]}
     return None
+
+
+def _outputs(reply: dict, tensors: list, size: int):
+    """The reference's returned value, rebuilt from its worker's reply."""
+    def value(v):
+        if v is None:
+            return None
+        if isinstance(v, dict) and type(v.get("T")) is int and 0 <= v["T"] < len(tensors):
+            return tensors[v["T"]]
+        if isinstance(v, dict) and isinstance(v.get("L"), list):
+            return tuple(value(x) for x in v["L"])
+        raise GraderError(f"the reference returned something bench cannot compare at size {size}: {str(v)[:100]}")
+
+    outputs = reply.get("outputs")
+    if not isinstance(outputs, list) or len(outputs) != 1:
+        raise GraderError(f"the reference's worker sent back no result at size {size}")
+    return value(outputs[0])
 
 
 def _cpu(v):

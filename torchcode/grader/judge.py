@@ -143,7 +143,7 @@ class Grader:
             self._problems[key] = Problem(spec)
         return self._problems[key]
 
-    def _spawn(self, spec: ProblemSpec, path: Path, tmp: Path, dtypes: list[str]) -> WorkerProcess:
+    def _spawn(self, spec: ProblemSpec, path: Path, tmp: Path, dtypes: list[str], confine: bool = True) -> WorkerProcess:
         """A fresh worker whose output goes to tmp/output.txt and whose scratch directory is tmp/cwd.
 
         It initialises the device (and loads the kernels for ``dtypes``) before it confines itself;
@@ -153,7 +153,7 @@ class Grader:
         (tmp / "cwd").mkdir()
         config = {"tmp": str(tmp), "log": str(tmp / "output.txt"), "cwd": str(tmp / "cwd"), "memory_mb": lim.memory_mb,
                   "device": lim.device, "output_bytes": lim.output_bytes, "threads": lim.threads,
-                  "path": str(path), "confine": lim.confine, "protected": protected_paths(spec) + [str(Path(p).resolve()) for p in lim.protect],
+                  "path": str(path), "confine": lim.confine and confine, "protected": protected_paths(spec) + [str(Path(p).resolve()) for p in lim.protect],
                   "dtypes": list(dtypes), "sdpa": SDPA not in spec.forbidden, "device_init": lim.device_init}
         try:
             return self.zygote.spawn(config)
@@ -178,32 +178,38 @@ class Grader:
             raise GraderError(str(reply.get("message") or "the worker process did not start")[:2000] + cpu)
         return _confined(notes.ready.get("confined"))
 
-    def _send_load(self, worker: WorkerProcess, spec: ProblemSpec, path: Path) -> None:
+    def _send_load(self, worker: WorkerProcess, spec: ProblemSpec, path: Path, forbidden: bool = True) -> None:
         e, calling = spec.entry, self.problem(spec).calling
-        worker.send(protocol.Message(), {"op": "load", "path": str(path), "forbidden": list(spec.forbidden),
+        worker.send(protocol.Message(), {"op": "load", "path": str(path), "forbidden": list(spec.forbidden) if forbidden else [],
                                          "entry": {"kind": e.kind, "name": e.name, "params": list(e.params),
                                                    "init": list(e.init), "positional": calling.positional,
                                                    "init_positional": calling.init_positional}})
 
     @contextlib.contextmanager
-    def loaded_worker(self, spec: ProblemSpec, path: Path, dtype: str = "float32", before_load=None):
+    def loaded_worker(self, spec: ProblemSpec, path: Path, dtype: str = "float32", before_load=None,
+                      reference: bool = False):
         """A worker with the learner's file imported (for bench; the file has already been graded).
-        ``before_load(worker)`` runs once the worker is ready, while no learner code is in it yet."""
+        ``before_load(worker)`` runs once the worker is ready, while no learner code is in it yet.
+        ``reference``: a worker with the problem's reference loaded instead (trusted code: not confined,
+        no kernel forbidden), for bench to time it exactly as it times the learner's."""
+        if reference:
+            path = spec.solution_path
+        fail = GraderError if reference else UsageError
         with tempfile.TemporaryDirectory(prefix="torchcode-") as tmp:
-            worker = self._spawn(spec, path, Path(tmp), [dtype])
+            worker = self._spawn(spec, path, Path(tmp), [dtype], confine=not reference)
             try:
                 self._started(worker)
                 if before_load is not None:
                     before_load(worker)
-                self._send_load(worker, spec, path)
+                self._send_load(worker, spec, path, forbidden=not reference)
                 notes = protocol.Notes()
                 try:
                     reply, _ = worker.receive(self.limits.load_limit, LOAD_REPLY, notes)
                     error = clean_error(reply["error"]) if "error" in reply else None
                 except (protocol.Timeout, protocol.PeerClosed, protocol.ProtocolError) as e:
-                    raise UsageError(f"{path} could not be loaded: {type(e).__name__} {e}") from None
+                    raise fail(f"{path} could not be loaded: {type(e).__name__} {e}") from None
                 if error or notes.forbidden or notes.tamper:
-                    raise UsageError(f"{path} could not be loaded: {error['message'] if error else 'forbidden call'}")
+                    raise fail(f"{path} could not be loaded: {error['message'] if error else 'forbidden call'}")
                 yield worker
             finally:
                 worker.kill()
