@@ -124,3 +124,28 @@ def alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def on_a_terminal(args: list[str], answer: bytes, cwd) -> str:
+    """Run the real `torchcode` with a pseudo-terminal as stdin, stdout and stderr; when it asks [y/N], type
+    ``answer``. It must then exit 0. Returns all it showed."""
+    import pty
+
+    leader, follower = pty.openpty()
+    p = subprocess.Popen([shutil.which("torchcode"), *args], cwd=cwd, stdin=follower, stdout=follower,
+                         stderr=follower, env={**os.environ, "NO_COLOR": "1"})
+    os.close(follower)
+    out = b""
+    while b"[y/N]" not in out:
+        chunk = os.read(leader, 1024)
+        assert chunk, out
+        out += chunk
+    os.write(leader, answer)
+    assert p.wait(timeout=60) == 0
+    try:
+        while chunk := os.read(leader, 1024):
+            out += chunk
+    except OSError:
+        pass
+    os.close(leader)
+    return out.decode()

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import sqlite3
 import time
 
-from conftest import ROOT
+from conftest import ROOT, on_a_terminal
 from test_bad_environments import _as_a_user, read_only  # noqa: F401  (a fixture)
 
 WRONG = (ROOT / "problems" / "sdpa" / "wrong" / "scale_by_dk.py").read_text()
@@ -183,30 +182,11 @@ def test_reset_progress_forgets_one_problem_only(cli, workdir, torchcode_home):
 
 def test_reset_progress_asks_on_a_terminal(workdir, torchcode_home):
     """Answering No (or nothing) at the prompt forgets nothing, and says so."""
-    import os
-    import pty
-    import subprocess
-
     _old_store(torchcode_home, workdir)
     for answer, kept in ((b"n\n", 3), (b"y\n", 1)):
-        leader, follower = pty.openpty()
-        p = subprocess.Popen([shutil.which("torchcode"), "reset", "sdpa", "--progress"], cwd=workdir,
-                             stdin=follower, stdout=follower, stderr=follower,
-                             env={**os.environ, "NO_COLOR": "1"})
-        os.close(follower)
-        out = b""
-        while b"[y/N]" not in out:
-            out += os.read(leader, 1024)
-        assert b"Forget 2 attempts of sdpa" in out
-        os.write(leader, answer)
-        assert p.wait(timeout=60) == 0
-        try:
-            while chunk := os.read(leader, 1024):
-                out += chunk
-        except OSError:
-            pass
-        os.close(leader)
-        assert (b"Nothing was forgotten" in out) == (answer == b"n\n"), out
+        out = on_a_terminal(["reset", "sdpa", "--progress"], answer, workdir)
+        assert "Forget 2 attempts of sdpa" in out
+        assert ("Nothing was forgotten" in out) == (answer == b"n\n"), out
         assert len(_rows(torchcode_home, "SELECT * FROM attempts")) == kept
 
 

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES, ROOT, on_a_terminal
 
 PACK = FIXTURES / "course_pack"
 
@@ -99,29 +99,8 @@ def test_show_prints_the_forbidden_list_once(cli):
         assert len(re.findall(r"Forbidden", out)) == 1, out
 
 
-def _on_a_terminal(args: list[str], answer: bytes, cwd) -> str:
-    leader, follower = pty.openpty()
-    p = subprocess.Popen([shutil.which("torchcode"), *args], cwd=cwd, stdin=follower, stdout=follower,
-                         stderr=follower, env={**os.environ, "NO_COLOR": "1"})
-    os.close(follower)
-    out = b""
-    while b"[y/N]" not in out:
-        chunk = os.read(leader, 1024)
-        assert chunk, out
-        out += chunk
-    os.write(leader, answer)
-    assert p.wait(timeout=60) == 0
-    try:
-        while chunk := os.read(leader, 1024):
-            out += chunk
-    except OSError:
-        pass
-    os.close(leader)
-    return out.decode()
-
-
 def test_answering_no_to_solution_says_so(workdir, torchcode_home):
-    out = _on_a_terminal(["solution", "sdpa"], b"n\n", workdir)
+    out = on_a_terminal(["solution", "sdpa"], b"n\n", workdir)
     assert "Not shown" in out and "def scaled_dot_product_attention" not in out, out
 
 
