@@ -79,23 +79,37 @@ def workdir(tmp_path):
     return d
 
 
+def run_cli(*args: str, cwd: Path, timeout: float = 120, env: dict | None = None, preexec_fn=None) -> Run:
+    """Run the real `torchcode` command in ``cwd``. ``env`` is laid over this process's environment; values of
+    None remove a variable; ``preexec_fn`` runs in the child before exec."""
+    exe = shutil.which("torchcode")
+    cmd = [exe, *args] if exe else [sys.executable, "-m", "torchcode", *args]
+    full_env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", **(env or {})}
+    full_env = {k: v for k, v in full_env.items() if v is not None}
+    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                       env=full_env, stdin=subprocess.DEVNULL, preexec_fn=preexec_fn)
+    return Run(p.returncode, p.stdout, p.stderr)
+
+
 @pytest.fixture
 def cli(workdir):
     """Run the real `torchcode` command in a temp working directory."""
 
-    exe = shutil.which("torchcode")
-
     def run(*args: str, cwd: Path | None = None, timeout: float = 120, env: dict | None = None,
             preexec_fn=None) -> Run:
         """``env`` values of None remove the variable; ``preexec_fn`` runs in the child before exec."""
-        cmd = [exe, *args] if exe else [sys.executable, "-m", "torchcode", *args]
-        full_env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", **(env or {})}
-        full_env = {k: v for k, v in full_env.items() if v is not None}
-        p = subprocess.run(cmd, cwd=cwd or workdir, capture_output=True, text=True, timeout=timeout,
-                           env=full_env, stdin=subprocess.DEVNULL, preexec_fn=preexec_fn)
-        return Run(p.returncode, p.stdout, p.stderr)
+        return run_cli(*args, cwd=cwd or workdir, timeout=timeout, env=env, preexec_fn=preexec_fn)
 
     return run
+
+
+def module_cli(tmp_path_factory, *args: str, timeout: float = 120) -> Run:
+    """One real `torchcode` run for a module-scoped fixture (shared by several tests): in a folder of its own,
+    with a TORCHCODE_HOME of its own (the per-test one is not set up yet at module scope)."""
+    base = tmp_path_factory.mktemp("cli")
+    (base / "work").mkdir()
+    return run_cli(*args, cwd=base / "work", timeout=timeout,
+                   env={"TORCHCODE_HOME": str(base / "home"), "TORCHCODE_PROBLEMS": None})
 
 
 def expected_verdict(path: Path) -> str:

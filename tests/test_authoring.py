@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
 
-from conftest import FIXTURES
+from conftest import FIXTURES, module_cli
 
 PACK = FIXTURES / "course_pack"
 
@@ -37,6 +38,20 @@ def test_packs_from_the_environment(cli, workdir):
     assert r.code == 0, r.text
 
 
+@pytest.fixture(scope="module")
+def pack_validated(tmp_path_factory):
+    """`validate` of the whole pack on two seeds, run once: each rule's test below reads its problem's part."""
+    return module_cli(tmp_path_factory, "validate", "--problems-dir", str(PACK), "--seeds", "2", timeout=600)
+
+
+def _part(out: str, problem: str) -> str:
+    """What `validate` said about one problem: from its PASS/FAIL line to the next problem's."""
+    parts = re.split(r"^(?=(?:PASS|FAIL) \w+$)", out, flags=re.M)
+    mine = [p for p in parts if re.match(rf"(PASS|FAIL) {problem}$", p, re.M)]
+    assert len(mine) == 1, (problem, out)
+    return mine[0]
+
+
 @pytest.mark.parametrize("problem,ok,words", [
     ("good_attention", True, ["reference on seed 1: accepted", "missing_scale.py rejected: wrong_answer"]),
     ("good_layer", True, ["stub graded: not_implemented"]),
@@ -47,19 +62,25 @@ def test_packs_from_the_environment(cli, workdir):
     ("wrong_template_signature", False, ["takes (Q, K), the spec says (Q, K, V)", "make the template's signature"]),
     ("no_variants", False, ["no known-wrong submission", "no correct alternative"]),
 ])
-def test_validate_reports_each_rule(cli, problem, ok, words):
-    r = cli("validate", problem, "--problems-dir", str(PACK), "--seeds", "2")
-    assert r.code == (0 if ok else 1), r.out
-    assert ("PASS" if ok else "FAIL") + f" {problem}" in r.out
+def test_validate_reports_each_rule(pack_validated, problem, ok, words):
+    part = _part(pack_validated.out, problem)
+    assert part.startswith(("PASS" if ok else "FAIL") + f" {problem}\n"), part
     for w in words:
-        assert w in r.out, (w, r.out)
+        assert w in part, (w, part)
 
 
-def test_validate_whole_pack_fails_if_one_problem_does(cli):
-    r = cli("validate", "--problems-dir", str(PACK), "--seeds", "1")
-    assert r.code == 1
+def test_validate_whole_pack_fails_if_one_problem_does(pack_validated):
+    r = pack_validated
+    assert r.code == 1, r.text
     assert "good_attention" in r.out and "stub_passes" in r.out and "bad_spec" in r.out
     assert "sdpa" not in r.out  # only the pack's problems
+    assert "6 of 8 problems failed validation" in r.out, r.out
+
+
+def test_validate_a_named_problem_that_passes_exits_0(cli):
+    r = cli("validate", "good_layer", "--problems-dir", str(PACK), "--seeds", "2")
+    assert r.code == 0, r.text
+    assert re.findall(r"^(PASS|FAIL) (\w+)$", r.out, re.M) == [("PASS", "good_layer")]  # only the one named
 
 
 def test_id_clash_is_a_clear_error(cli):
