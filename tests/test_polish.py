@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from conftest import FIXTURES, ROOT, on_a_terminal
+from conftest import FIXTURES, ROOT, module_cli, on_a_terminal
 
 PACK = FIXTURES / "course_pack"
 
@@ -210,13 +210,24 @@ def test_no_progress_line_in_pipes_or_json(cli, workdir):
     assert json.loads(text)["verdict"] == "time_limit"
 
 
+TILED = ROOT / "problems" / "gqa" / "wrong" / "tiled_kv_heads.py"
+
+
+@pytest.fixture(scope="module")
+def tiled_report(tmp_path_factory):
+    """`check --json` of a wrong gqa, once: its cases' names and what each checks."""
+    r = module_cli(tmp_path_factory, "check", str(TILED), "--problem", "gqa", "--json")
+    assert r.code == 1, r.text
+    return json.loads(r.out)
+
+
 @pytest.mark.parametrize("columns", ["60", None], ids=["60 columns", "piped, no COLUMNS"])
-def test_narrow_terminals_and_pipes_keep_the_words(cli, workdir, catalog, columns):
+def test_narrow_terminals_and_pipes_keep_the_words(cli, workdir, catalog, tiled_report, columns):
     env = {"COLUMNS": columns}
-    shutil.copy(ROOT / "problems" / "gqa" / "wrong" / "tiled_kv_heads.py", workdir / "gqa.py")
+    shutil.copy(TILED, workdir / "gqa.py")
     r = cli("check", "gqa", env=env)
     assert r.code == 1, r.text
-    report = json.loads(cli("check", "gqa", "--json").out)
+    report = tiled_report
     flat = " ".join(r.out.split())
     assert "not tiled" in flat
     for case in report["cases"]:  # every case's name whole, and what it checks, word for word
