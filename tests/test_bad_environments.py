@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, run_cli
 
 HOSTILE = Path(__file__).parent / "hostile"
 PR_CAPBSET_DROP = 24
@@ -65,14 +65,29 @@ def _rows(home: Path, sql: str) -> list[tuple]:
         con.close()
 
 
+@pytest.fixture(scope="module")
+def history_made(tmp_path_factory):
+    """A store with one accepted sdpa check and one revealed hint, made through the CLI once per module."""
+    base = tmp_path_factory.mktemp("history")
+    work, home = base / "work", base / "home"
+    work.mkdir()
+    env = {"TORCHCODE_HOME": str(home), "TORCHCODE_PROBLEMS": None}
+    assert run_cli("start", "sdpa", cwd=work, env=env).code == 0
+    shutil.copy(ROOT / "solutions" / "sdpa.py", work / "sdpa.py")
+    assert run_cli("check", "--device", "cpu", cwd=work, env=env).code == 0
+    assert run_cli("hint", "sdpa", cwd=work, env=env).code == 0
+    shutil.rmtree(home / "cache", ignore_errors=True)  # the cache is not required either
+    return home
+
+
 @pytest.fixture
-def history(cli, workdir, torchcode_home):
-    """A store with one accepted sdpa check and one revealed hint, made through the CLI."""
+def history(cli, workdir, torchcode_home, history_made):
+    """That store, copied for this test, with sdpa started (through the CLI) in this test's folder and the
+    accepted file in it."""
+    shutil.copytree(history_made, torchcode_home)
     assert cli("start", "sdpa").code == 0
     shutil.copy(ROOT / "solutions" / "sdpa.py", workdir / "sdpa.py")
-    assert cli("check", "--device", "cpu").code == 0
-    assert cli("hint", "sdpa").code == 0
-    shutil.rmtree(torchcode_home / "cache", ignore_errors=True)  # the cache is not required either
+    shutil.rmtree(torchcode_home / "cache", ignore_errors=True)
     return torchcode_home
 
 
