@@ -1,6 +1,16 @@
 """Hidden cases for cross_attention."""
 
-from torchcode.grader.cases import Call, Case, case
+from torchcode.grader.cases import Call, Case, Fn, Out, Same, case
+
+OTHER_MEMORY = ("a second call with the same queries and another memory x_kv gave the same output as the first: "
+                "project keys and values from this call's x_kv; keep no keys/values of an earlier memory on self")
+SAME_INPUTS = ("the same x_q and x_kv twice on one layer gave different outputs: keep nothing random at evaluation "
+               "and nothing from the call in between")
+
+
+def differs(a, b):
+    """1.0 if two outputs are not identical, else 0.0."""
+    return ((a - b).abs().amax() > 0).to(a.dtype)
 
 
 def cross(rng, d_model, num_heads, B, Sq, Skv, scale=1.0):
@@ -36,3 +46,11 @@ def single_tokens(rng):
 @case(targets="large activations: a stable softmax")
 def large_inputs(rng):
     return cross(rng, 32, 2, B=2, Sq=4, Skv=6, scale=12.0)
+
+
+@case(targets="one layer, two memories of the same shape (two source sentences): keys/values from this call's x_kv")
+def memories_share_shapes(rng):
+    x, mem1, mem2 = rng.randn(2, 4, 32), rng.randn(2, 6, 32), rng.randn(2, 6, 32)
+    one = Fn(lambda a: a.new_ones(()), Out(0))
+    return Case(init=dict(d_model=32, num_heads=4), steps=[Call(x, mem1), Call(x, mem2), Call(x, mem1)],
+                checks=[Same(Out(2), Out(0), SAME_INPUTS), Same(Fn(differs, Out(1), Out(0)), one, OTHER_MEMORY)])

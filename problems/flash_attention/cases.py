@@ -10,13 +10,18 @@ ALL_KEYS = ("no softmax, max, sum or matrix product may take all S keys of a que
 
 
 def flash(rng, B, S, D, block_size=None, scale=1.0):
-    args = [rng.randn(B, S, D, scale=scale) for _ in range(3)]
+    return tiled([rng.randn(B, S, D, scale=scale) for _ in range(3)], block_size)
+
+
+def tiled(args, block_size=None, grad=True):
+    """One call on (Q, K, V), with the memory and reduction bounds of a tiled kernel when block_size < S."""
+    B, S, D = args[0].shape
     kwargs = {} if block_size is None else {"block_size": block_size}
     bs = 32 if block_size is None else block_size
     limit = B * S * S if bs < S else None
     online = S if 1 < bs < S and D < S else None  # no op may see all S keys of a query at once
     return Case(steps=[Call(*args, **kwargs)], max_intermediate=limit, intermediate_hint=SxS,
-                max_reduction=online, reduction_hint=ALL_KEYS)
+                max_reduction=online, reduction_hint=ALL_KEYS, grad=grad)
 
 
 @case(targets="block_size divides S: tiles, never the full S x S matrix")
@@ -42,6 +47,22 @@ def many_key_blocks(rng):
 @case(targets="large-magnitude scores: rescale the accumulator when the max grows")
 def large_scores(rng):
     return flash(rng, 2, 48, 16, block_size=8, scale=6.0)
+
+
+@case(targets="the largest scores sit in the ragged last block: rescale the running sum and accumulator there too")
+def largest_in_ragged_block(rng):
+    B, S, D = 2, 44, 16  # blocks of 16: two full, then a ragged block of 12 keys
+    K = rng.randn(B, S, D)
+    K[:, 32:] = rng.randn(B, S - 32, D, scale=30.0)  # the last block's scores are ~100x the others
+    return tiled([rng.randn(B, S, D, scale=3.0), K, rng.randn(B, S, D)], block_size=16, grad=False)
+
+
+@case(targets="every score of a row far below 0: start the running max at -inf, not at 0")
+def all_scores_negative(rng):
+    B, S, D = 2, 40, 16
+    Q = (rng.randn(B, S, D).abs() + 1.0) * 4.0  # positive queries, negative keys: every score <= -64
+    K = -(rng.randn(B, S, D).abs() + 1.0) * 4.0
+    return tiled([Q, K, rng.randn(B, S, D)], block_size=8, grad=False)  # forward stability only
 
 
 @case(targets="block_size = 1")

@@ -1,6 +1,16 @@
 """Hidden cases for mha."""
 
-from torchcode.grader.cases import Call, Case, case
+from torchcode.grader.cases import Call, Case, Fn, Out, Same, case
+
+SAME_INPUTS = ("the same inputs twice on one layer gave different outputs: nothing random at evaluation (F.dropout "
+               "needs training=self.training, or use nn.Dropout), and nothing carried over from the call in between")
+OTHER_KV = ("a second call with the same queries but other keys/values gave the same output as the first: project "
+            "this call's K and V, and keep nothing computed from one call on self for the next")
+
+
+def differs(a, b):
+    """1.0 if two outputs are not identical, else 0.0."""
+    return ((a - b).abs().amax() > 0).to(a.dtype)
 
 
 def mha(d_model, num_heads, *calls):
@@ -37,3 +47,11 @@ def single_token(rng):
 def large_inputs(rng):
     x = rng.randn(2, 8, 32, scale=12.0)
     return mha(32, 2, (x, x, x))
+
+
+@case(targets="one layer, other keys/values of the same shape, then the first inputs again: nothing kept on self")
+def same_shapes_other_values(rng):
+    x, kv1, kv2 = rng.randn(2, 5, 32), rng.randn(2, 7, 32), rng.randn(2, 7, 32)
+    one = Fn(lambda a: a.new_ones(()), Out(0))
+    return Case(init=dict(d_model=32, num_heads=4), steps=[Call(x, kv1, kv1), Call(x, kv2, kv2), Call(x, kv1, kv1)],
+                checks=[Same(Out(2), Out(0), SAME_INPUTS), Same(Fn(differs, Out(1), Out(0)), one, OTHER_KV)])
