@@ -125,12 +125,12 @@ def judge_case(pol: GradingPolicy, p: Prepared, reply: dict, tensors: list[torch
             m = _grad(pol, f"gradient of {p.leaf_labels[idx]}", in_grads.get(idx), g, p.ref.input_grads.get(idx),
                       p.spread.input_grads.get(idx) if p.spread else None)
             if m:
-                return _wrong(res, m) if isinstance(m, Mismatch) else _bad_grad(res, m)
+                return _wrong_grad(res, m) if isinstance(m, Mismatch) else _bad_grad(res, m)
         for name, g in p.gold.param_grads.items():
             m = _grad(pol, f"gradient of {name}", p_grads.get(name), g, p.ref.param_grads.get(name),
                       p.spread.param_grads.get(name) if p.spread else None)
             if m:
-                return _wrong(res, m) if isinstance(m, Mismatch) else _bad_grad(res, m)
+                return _wrong_grad(res, m) if isinstance(m, Mismatch) else _bad_grad(res, m)
     return res
 
 
@@ -348,6 +348,15 @@ def _wrong(res: CaseResult, m: Mismatch) -> CaseResult:
 def _no_grad(what: str) -> str:
     return (f"no {what} reached the input: part of your computation is cut off from autograd "
             "(.detach(), .data, .item(), torch.no_grad(), or building a new tensor from values)")
+
+
+def _wrong_grad(res: CaseResult, m: Mismatch) -> CaseResult:
+    """Gradients are compared only once every output matched: say so, and where such bugs come from."""
+    _wrong(res, m)
+    res.message += (". Your outputs are right, only the gradients are not: look for a value cut off from autograd "
+                    "(.detach(), .data, torch.no_grad(), a returned cache detached) or a torch.where whose unused "
+                    "branch is inf or NaN (its gradient is then NaN)")
+    return res
 
 
 def _bad_grad(res: CaseResult, message: str) -> CaseResult:

@@ -1,0 +1,45 @@
+"""Rejections of realistic wrong submissions say what to fix in the learner's terms, in every declared dtype."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import ROOT
+
+PROBLEMS = ROOT / "problems"
+
+
+def grade_all_dtypes(grader, catalog, pid, name):
+    spec = catalog.get(pid)
+    return grader.grade(spec, PROBLEMS / pid / "wrong" / f"{name}.py", dtypes=list(spec.grading.dtypes))
+
+
+@pytest.mark.parametrize("pid,name", [("kv_cache", "detached_cache"), ("minimind_attention", "detached_past")])
+def test_a_detached_cache_is_named_as_a_gradient_only_bug(grader, catalog, pid, name):
+    report = grade_all_dtypes(grader, catalog, pid, name)
+    assert report.verdict.value == "wrong_answer", report.message
+    bad = [c for c in report.cases if not c.passed]
+    assert bad and all("gradient of" in c.message and "only the gradients are not" in c.message
+                       and ".detach()" in c.message for c in bad), report.message
+
+
+@pytest.mark.parametrize("pid,name,words", [
+    ("cross_attention", "memory_projected_once", "another memory x_kv gave the same output"),
+    ("mha", "keys_cached_by_shape", "other keys/values gave the same output"),
+    ("mha", "functional_dropout", "F.dropout needs training=self.training"),
+])
+def test_state_or_randomness_across_calls_is_named(grader, catalog, pid, name, words):
+    report = grade_all_dtypes(grader, catalog, pid, name)
+    assert report.verdict.value == "wrong_answer", report.message
+    assert any(words in c.message for c in report.cases if not c.passed), report.message
+
+
+@pytest.mark.parametrize("name,case", [("max_starts_at_zero", "all_scores_negative"),
+                                       ("tail_block_not_rescaled", "largest_in_ragged_block")])
+def test_flash_numerics_bugs_are_caught_in_float32_alone(grader, catalog, name, case):
+    """Exact in exact arithmetic, so only a case whose scores make exp() underflow or overflow catches them."""
+    spec = catalog.get("flash_attention")
+    report = grader.grade(spec, PROBLEMS / "flash_attention" / "wrong" / f"{name}.py", dtypes=["float32"])
+    bad = {c.name: c.message for c in report.cases if not c.passed}
+    assert report.verdict.value == "wrong_answer" and case in bad, report.message
+    assert "NaN/inf come from exp()" in bad[case]
