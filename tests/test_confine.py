@@ -15,6 +15,7 @@ import signal
 import sys
 import tempfile
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -264,3 +265,59 @@ def test_temporary_files_and_kernel_caches_go_to_the_scratch_directory(grader, c
     assert report.passed, report.message
     assert report.limits["confined"]["filesystem"]
     assert not {n for n in set(os.listdir(tempfile.gettempdir())) - before if n.startswith("tmp")}
+
+
+@needs_landlock
+def test_a_submission_reads_no_file_of_the_user_outside_its_folder(cli, workdir, tmp_path):
+    """In `torchcode grade` a submission's report goes back to its student: it must not be able to print the
+    instructor's files (their home, /tmp, the folder grading started in). It may read the system, Python and
+    its packages, and its own folder."""
+    secret = tmp_path / "elsewhere" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text("instructor's secret")
+    in_home = Path.home() / f".torchcode-test-secret-{os.getpid()}"
+    in_home.write_text("instructor's home secret")
+    started_in = workdir / "started_in.txt"
+    started_in.write_text("next to where grading started")
+    sub = workdir / "student"
+    sub.mkdir()
+    (sub / "helper.py").write_text("SCALE = 1.0\n")
+    (sub / "sdpa.py").write_text(f'''import math
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from helper import SCALE  # its own folder: readable
+
+for name in {[str(secret), str(in_home), str(started_in), "/etc/hostname", torch_file()]!r}:
+    try:
+        open(name).read()
+        print("read", name)
+    except OSError as e:
+        print("refused", name, e.errno)
+
+
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1)) * SCALE
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ V
+''')
+    try:
+        r = cli("check", "student/sdpa.py", "-p", "sdpa", "--device", "cpu", "--json")
+        report = json.loads(r.out)
+    finally:
+        in_home.unlink()
+    assert report["verdict"] == "accepted", r.text
+    out = report["output"]
+    for name in (secret, in_home, started_in):
+        assert f"refused {name} {errno.EACCES}" in out, out
+    assert "read /etc/hostname" in out and "read " + torch_file() in out, out
+
+
+def torch_file() -> str:
+    import torch
+
+    return torch.__file__

@@ -1,11 +1,12 @@
 """Kernel-enforced confinement of the worker, without root or containers (Linux).
 
-- ``restrict_filesystem``: Landlock. The worker may read everything *except* the
+- ``restrict_filesystem``: Landlock. The worker may read the system, Python and its
+  packages and loaded libraries (``readable_roots``), and its own folder, *except* the
   directories it names as protected (torchcode's own package with the reference
   solutions, every problem pack, the progress store), may write only in its scratch
   directory, and reaches no device but the harmless ones (null, zero, random, shm) and
   the GPU's: no terminal. Landlock is allow-list only, so the allow-list is built by
-  walking from / and allowing every sibling of the paths that lead to a protected one;
+  walking from each root and allowing every sibling of the paths that lead to a protected one;
   symlinks are never followed (a rule added through ``lib64 -> lib`` would open all of
   ``lib``). A Landlock-confined process cannot ptrace (or read the memory of) a process
   outside its domain, such as the trusted grader, and from ABI 6 on it cannot signal one
@@ -255,8 +256,55 @@ def _under(path: str, top: str) -> bool:
     return path == top or path.startswith(top.rstrip("/") + "/")
 
 
-def allow_list(protected: list[str], fenced: tuple[str, ...] = ("/dev",)) -> list[str]:
-    """Paths to allow so that everything is readable except the protected trees and ``fenced`` ones.
+# What a worker reads besides its own file and folder (``readable_roots``): the system, Python and its
+# packages, the libraries it loaded or may load. Not the home directory, /tmp, other users' or the
+# directory the grader started in: in `torchcode grade` a submission would print the instructor's files
+# into the feedback its student gets back.
+SYSTEM_ROOTS = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc", "/proc", "/sys")
+LIBRARY_PATH_VARS = ("LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "CUDA_ROOT")
+
+
+def _mapped_dirs() -> list[str]:
+    """The folders of every file mapped into this process (shared libraries: torch's, CUDA's, Python's)."""
+    found = set()
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                parts = line.split(None, 5)
+                if len(parts) == 6 and parts[5].startswith("/") and not parts[5].rstrip().endswith("(deleted)"):
+                    found.add(os.path.dirname(parts[5].rstrip("\n")))
+    except OSError:
+        pass
+    return sorted(found)
+
+
+def readable_roots(start_dir: str) -> list[str]:
+    """The real paths a confined worker may read (protected trees inside them excepted, see ``allow_list``).
+
+    ``start_dir``: the directory the grader was started in (``python -m`` puts it on sys.path); it is a
+    user's folder, not a package location, so it is left out, as are the home directory and its parents."""
+    import sys
+
+    home = os.path.realpath(os.path.expanduser("~"))
+    start = os.path.realpath(start_dir) if start_dir else ""
+    wanted = list(SYSTEM_ROOTS) + [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix]
+    wanted += [p for p in sys.path if p]
+    wanted += [p for v in LIBRARY_PATH_VARS for p in os.environ.get(v, "").split(":") if p]
+    wanted += _mapped_dirs()
+    roots: set[str] = set()
+    for p in wanted:
+        r = os.path.realpath(p)
+        if r in ("/", start) or _under(home, r) or not os.path.exists(r):
+            continue
+        if r.startswith(("/dev/", "/tmp/")) and r not in sys.path and not r.startswith(sys.prefix):
+            continue  # a library mapped from /dev/shm or a temporary file: nothing to read there later
+        roots.add(r)
+    return sorted(r for r in roots if not any(q != r and _under(r, q) for q in roots))
+
+
+def allow_list(protected: list[str], fenced: tuple[str, ...] = ("/dev",), roots: list[str] | None = None) -> list[str]:
+    """Paths to allow so that everything under ``roots`` (default: everything) is readable except the
+    protected trees and ``fenced`` ones.
 
     Only real directories are walked and symlinks are never allowed: a symlink's target is
     reached (and allowed, or not) under its own real path.
@@ -284,7 +332,16 @@ def allow_list(protected: list[str], fenced: tuple[str, ...] = ("/dev",)) -> lis
             else:
                 allowed.append(p)
 
-    walk("/")
+    if roots is None:
+        walk("/")
+        return allowed
+    for root in roots:
+        if any(_under(root, q) for q in protected) or any(_under(root, f) for f in fenced):
+            continue
+        if any(_under(q, root) for q in protected):
+            walk(root)  # leads to a protected tree: its other branches only
+        else:
+            allowed.append(root)
     return allowed
 
 
@@ -303,9 +360,11 @@ def devices(shm: bool = True) -> list[tuple[str, int]]:
     return rules
 
 
-def restrict_filesystem(protected: list[str], readable: list[str], writable: list[str], shm: bool = True) -> int:
-    """Read everywhere but ``protected`` (``readable`` paths are allowed even inside it); write only in
-    ``writable``; the devices of ``devices(shm)`` only. Returns the Landlock ABI in force, 0 if none.
+def restrict_filesystem(protected: list[str], readable: list[str], writable: list[str], shm: bool = True,
+                        roots: list[str] | None = None) -> int:
+    """Read under ``roots`` (default: everywhere) but not ``protected`` (``readable`` paths are allowed even
+    inside it); write only in ``writable``; the devices of ``devices(shm)`` only. Returns the Landlock ABI in
+    force, 0 if none.
 
     From ABI 6 on, the worker also may not signal processes outside its domain (the grader) nor
     connect to their abstract unix sockets.
@@ -338,7 +397,7 @@ def restrict_filesystem(protected: list[str], readable: list[str], writable: lis
             os.close(fd)
 
     try:
-        for p in allow_list(protected):
+        for p in allow_list(protected, roots=roots):
             add(p, READ)
         for p, rights in devices(shm):
             add(p, handled if rights == -1 else rights)

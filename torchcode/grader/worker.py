@@ -104,6 +104,7 @@ def _setup(config: dict, sock_fd: int) -> None:
         except (ValueError, OSError):
             pass
     learner = os.path.realpath(config["path"])  # resolved before the chdir below
+    config["started_in"] = os.getcwd()  # the grader's own directory (a user's folder, on sys.path under -m)
     protected = [os.path.realpath(p) for p in config.get("protected", [])]
     log = os.open(config["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     null = os.open(os.devnull, os.O_RDONLY)
@@ -188,7 +189,8 @@ def _confine(config: dict) -> dict:
     readable = [learner] + ([folder] if not any(q == folder or q.startswith(folder + "/") for q in protected) else [])
     # /dev/shm only where CUDA may need it: its files outlive the worker, and a grade could leave some for the
     # next (in a warm session, another student's) or fill the machine's memory with them
-    abi = confine.restrict_filesystem(protected, readable, [config["cwd"]], shm=config.get("device") == "cuda")
+    abi = confine.restrict_filesystem(protected, readable, [config["cwd"]], shm=config.get("device") == "cuda",
+                                      roots=confine.readable_roots(config.get("started_in", "")))
     filtered = confine.seccomp(threads=False)
     return {"filesystem": abi > 0, "processes": filtered, "threads": filtered,
             "signals": filtered or abi >= 6, "landlock_abi": abi}
