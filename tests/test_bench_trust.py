@@ -38,6 +38,15 @@ def test_forged_cached_or_wrong_results_are_a_failure_not_a_row(cli, name):
     assert "size 256" in r.err
 
 
+def test_a_reply_sent_ahead_of_its_request_is_a_failure(cli):
+    """The kernel answers each call itself and lets the worker answer again: the grader's next request
+    would find an answer waiting (which holds the previous call's output)."""
+    r = bench(cli, HOSTILE / "bench_replies_early.py")
+    assert r.code == 2 and "size 256" in r.err, (r.code, r.out, r.err)
+    assert ("a message it had not asked for" in r.err or "stopped reading the grader's requests" in r.err
+            or FAILS in r.err), r.err
+
+
 def test_a_patched_clock_changes_nothing(cli):
     """time.perf_counter replaced in the worker: it used to report 1e-9 s; the clock that counts is outside."""
     r = bench(cli, HOSTILE / "bench_patches_timer.py")

@@ -9,8 +9,9 @@ trusted), the baseline here. Nothing a worker says is taken as a time: this side
   takes off the least cost of the same exchange measured before anything was loaded into
   that worker (the grader's own code, making outputs of the right shapes without computing);
 - sends every call new inputs of the same shapes, drawn from a secret seed, so no output can be
-  cached or prepared ahead, and compares every reply's outputs with the reference's on the same
-  inputs exactly as grading does: a wrong or missing output is a failure, never a row.
+  cached or prepared ahead, and compares the outputs of the memory pass and of every timed call
+  with the reference's on the same inputs exactly as grading does: a wrong or missing output is
+  a failure, never a row.
 
 Each size gets warm-up calls, one memory pass (largest allocation on CPU, max_memory_allocated
 on CUDA: each worker's own figure, which the learner's code could forge) and the median of
@@ -22,6 +23,7 @@ from __future__ import annotations
 import math
 import os
 import secrets
+import select
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
@@ -154,6 +156,9 @@ class _Size:
         nbytes = sum(t.numel() * t.element_size() for t in leaves)
         # the reply may hold what a correct kernel returns, with room for a wrong dtype or shape to be reported as one
         self.budget = protocol.Budget(header=1 << 20, tensors=len(leaves) + 8, nbytes=4 * nbytes + (1 << 20))
+        del target, out, leaves
+        if device.startswith("cuda"):
+            torch.cuda.empty_cache()  # the device's memory is the workers' now
         self.overhead: dict[str, float] = {}
 
     def _cast(self, t: torch.Tensor) -> torch.Tensor:
@@ -172,10 +177,21 @@ class _Size:
 
         The CPU clock is the worker's CPU time, read from the kernel's accounting (/proc) before and after."""
         notes = protocol.Notes()
+        if select.select([worker.sock], [], [], 0)[0]:  # a reply to a request not sent yet, or the worker is gone
+            if side == REF:
+                raise GraderError(f"the reference's worker sent something it was not asked for at size {self.size}")
+            raise UsageError(f"your kernel's process sent the grader a message it had not asked for at size {self.size} "
+                             "(a reply before the call's inputs were sent): did your code write to the grader's socket? "
+                             "Only what comes back after a call's inputs counts.")
+        worker.sock.settimeout(timeout)
         cpu0 = _cpu_seconds(worker.pid) if self.cpu_clock else None
         start = time.perf_counter()
         try:
-            worker.send(msg, header)
+            try:
+                worker.send(msg, header)
+            except TimeoutError:
+                raise protocol.ProtocolError("it stopped reading the grader's requests: did your code write to the "
+                                             "grader's socket?") from None
             reply, tensors = worker.receive(timeout, self.budget, notes)
         except protocol.Timeout:
             if side == REF:
@@ -242,8 +258,9 @@ class _Size:
                     times[side].append(seconds)
                     if side == MINE:
                         walls.append(wall)
-        for k, (reply, tensors, notes) in replies.items():  # every output, as grading compares it
-            self._check(k, reply, tensors, notes, ref_outs[k])
+        for k, (reply, tensors, notes) in replies.items():  # every output measured, as grading compares it
+            if k >= self.memory_pass:  # (a warm-up call's counts for nothing: its output is only required to be there)
+                self._check(k, reply, tensors, notes, ref_outs[k])
         mine, ref = (max(statistics.median(times[s]) - self.overhead[s], 0.0) for s in (MINE, REF))
         row = BenchRow(self.size, mine, ref, peaks[MINE], peaks[REF], overhead_s=self.overhead[MINE],
                        learner_wall_s=statistics.median(walls))
@@ -272,7 +289,7 @@ class _Size:
         c = self.cases[k]
         to64 = lambda t: t.to(self.low).double() if t.is_floating_point() else t  # noqa: E731
         gold = execute.run(self.problem.reference, self.spec.entry.is_module, self.problem.program(c, self.state, to64),
-                           execute.Stage(), dtype=torch.float64)
+                           execute.Stage(), dtype=torch.float64, device=self.device)  # a GPU's sizes: minutes on a CPU
         p = Prepared(c, {"device": self.device}, protocol.Message(), execute.Execution(outputs=[_cpu(gold.outputs[0])]),
                      execute.Execution(outputs=[ref_out]), [],
                      {(i, path): m for i, s in enumerate(c.steps) for path, m in s.ignore.items()},

@@ -42,6 +42,6 @@ def table(con: Console, r, file: str) -> None:
         con.print(f"[yellow]Your peak memory grows like size^{k:.1f} where the reference's grows like size^{rk:.1f}: "
                   "an intermediate the reference avoids is still there.[/yellow]")
     con.print("[dim]yours / ref / fused: your kernel, the reference, PyTorch's fused kernel (ms). Yours is timed "
-              "from outside its process, on new inputs every call, every output checked; the grader's own cost of a "
+              "from outside its process, on new inputs every call, every timed output checked; the grader's own cost of a "
               "call is taken off. peak: largest allocation (CPU) or max_memory_allocated (CUDA), as your kernel's "
               "process reports it. k: cost ~ size^k from the row above (2 = quadratic).[/dim]")
