@@ -74,14 +74,15 @@ def test_a_correct_kernel_is_timed_with_the_real_cost_of_its_work(cli, workdir):
     row, = json.loads(r.out)["rows"]
     assert honest(row) and row["learner_s"] <= 4 * row["reference_s"], row
     assert json.loads(r.out)["clock"] == "cpu" and 0 < row["overhead_s"] < row["learner_wall_s"]
-    # the same kernel doing its work eight times over: the clock outside sees all of it
-    (workdir / "slow.py").write_text(src.replace("    weights = torch.softmax(scores, dim=-1)",
-                                                 "    for _ in range(7):\n        torch.softmax(scores, dim=-1) @ V\n"
-                                                 "    weights = torch.softmax(scores, dim=-1)"))
+    # the same kernel doing all its work eight times over: the clock outside sees all of it
+    (workdir / "slow.py").write_text(src + "\n\n_once = scaled_dot_product_attention\n\n\n"
+                                     "def scaled_dot_product_attention(Q, K, V, mask=None):\n"
+                                     "    for _ in range(7):\n        _once(Q, K, V, mask)\n"
+                                     "    return _once(Q, K, V, mask)\n")
     r = bench(cli, workdir / "slow.py")
     assert r.code == 0, r.err
     slow, = json.loads(r.out)["rows"]
-    assert slow["ratio"] >= 3 * row["ratio"], (row, slow)
+    assert slow["ratio"] >= 4 and slow["learner_s"] >= 3 * row["learner_s"], (row, slow)  # 8x the reference's work
 
 
 def test_grade_bench_ranks_only_trusted_times(tmp_path):
