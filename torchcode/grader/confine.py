@@ -14,7 +14,10 @@
 - ``seccomp``: a filter that kills the process on any system call made through another
   architecture's entry point (``int 0x80``, x32), makes fork, vfork, clone, clone3 and
   execve fail (threads too, once the worker's own exist), refuses every socket but a unix
-  one (no network), and lets the worker signal nobody but itself, on any kernel.
+  one (no network) and memfd_create (memory outside the address-space limit), and lets the
+  worker signal nobody but itself, on any kernel.
+- ``drop_capabilities``: a worker started by root gives up every capability, so it can neither
+  raise its own limits nor force kernel buffers (sockets, pipes) past their usual sizes.
 
 Each reports what is in force; where the kernel lacks a feature, nothing happens and the
 caller reports it.
@@ -59,12 +62,12 @@ ARCHES = {
         "fork": 57, "vfork": 58, "execve": 59, "execveat": 322, "clone": 56, "clone3": 435,
         "kill": 62, "tkill": 200, "tgkill": 234, "rt_sigqueueinfo": 129, "rt_tgsigqueueinfo": 297,
         "pidfd_send_signal": 424, "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311,
-        "fcntl": 72, "ioctl": 16, "socket": 41}),
+        "fcntl": 72, "ioctl": 16, "socket": 41, "memfd_create": 319, "capset": 126}),
     "aarch64": (0xC00000B7, False, {
         "execve": 221, "execveat": 281, "clone": 220, "clone3": 435,
         "kill": 129, "tkill": 130, "tgkill": 131, "rt_sigqueueinfo": 138, "rt_tgsigqueueinfo": 240,
         "pidfd_send_signal": 424, "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271,
-        "fcntl": 25, "ioctl": 29, "socket": 198}),
+        "fcntl": 25, "ioctl": 29, "socket": 198, "memfd_create": 279, "capset": 91}),
 }
 _LD, _JEQ, _JSET, _JGE, _RET = 0x20, 0x15, 0x45, 0x35, 0x06
 _ARCH, _NR = 4, 0
@@ -155,7 +158,7 @@ def seccomp_program(machine: str, pid: int, threads: bool) -> bytes | None:
     if has_x32:
         p.jge(X32_BIT, "kill")
     for name in ("fork", "vfork", "execve", "execveat", "tkill", "pidfd_send_signal", "ptrace",
-                 "process_vm_readv", "process_vm_writev"):
+                 "process_vm_readv", "process_vm_writev", "memfd_create"):
         if name in nr:
             p.jeq(nr[name], "eperm")
     p.jeq(nr["clone3"], "enosys")  # glibc then falls back to clone, which we can inspect
@@ -217,6 +220,25 @@ def seccomp(threads: bool = False) -> bool:
         return False
     prog = seccomp_program(platform.machine(), os.getpid(), threads)
     return prog is not None and _load(prog)
+
+
+def drop_capabilities() -> bool:
+    """Give up every capability (effective, permitted, inheritable): what root keeps after this is its uid.
+    Without CAP_SYS_RESOURCE and CAP_NET_ADMIN a process cannot raise its rlimits, grow a pipe past
+    pipe-max-size nor force a socket's buffer past wmem_max (memory its address-space limit does not count).
+    True when the process holds none afterwards (also when it held none)."""
+    arch = ARCHES.get(platform.machine())
+    if arch is None or platform.system() != "Linux":
+        return False
+    header = struct.pack("Ii", 0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    data = bytes(24)  # two {effective, permitted, inheritable} words, all zero
+    if _syscall().syscall(ctypes.c_long(arch[2]["capset"]), ctypes.c_char_p(header), ctypes.c_char_p(data)) != 0:
+        return False
+    try:
+        with open("/proc/self/status") as f:
+            return all(int(line.split()[1], 16) == 0 for line in f if line.startswith(("CapEff", "CapPrm")))
+    except (OSError, ValueError, IndexError):
+        return False
 
 
 # -- Landlock ------------------------------------------------------------------------------

@@ -68,7 +68,8 @@ def _start(config: dict, sock_fd: int) -> dict:
     device = config.get("device", "cpu")
     steps = [("setting up the worker process", lambda: _setup(config, sock_fd)),
              (f"initialising the {device} device", lambda: _init_device(config)),
-             ("warming up torch", lambda: _warm_up(str(device), int(config.get("threads", 1))))]
+             ("warming up torch", lambda: _warm_up(str(device), int(config.get("threads", 1)))),
+             ("bounding the kernel memory it may hold", _bound_kernel_memory)]
     confined: dict = {"filesystem": False, "processes": False, "threads": False, "signals": False, "landlock_abi": 0}
     if config.get("confine", True):
         steps.append(("confining the worker (Landlock, seccomp)", lambda: confined.update(_confine(config))))
@@ -194,6 +195,34 @@ def _confine(config: dict) -> dict:
     filtered = confine.seccomp(threads=False)
     return {"filesystem": abi > 0, "processes": filtered, "threads": filtered,
             "signals": filtered or abi >= 6, "landlock_abi": abi}
+
+
+EXTRA_FDS = 64  # descriptors a submission may open: each pipe or socket holds a few MB the memory limit misses
+
+
+def _bound_kernel_memory() -> None:
+    """Memory a worker can hold outside its address space (RLIMIT_AS) comes through descriptors: socket and
+    pipe buffers. Bound how many it may open, and give up the capabilities that let root grow those buffers
+    or raise its own limits (memfd_create, the other way, is refused by seccomp)."""
+    from torchcode.grader import confine
+
+    try:
+        n = len(os.listdir("/proc/self/fd")) + EXTRA_FDS  # what the device opened, and some
+    except OSError:
+        n = 256
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or n < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(n, soft) if soft != resource.RLIM_INFINITY else n, n))
+    if os.geteuid() == 0 or _holds_capabilities():
+        confine.drop_capabilities()
+
+
+def _holds_capabilities() -> bool:
+    try:
+        with open("/proc/self/status") as f:
+            return any(int(line.split()[1], 16) for line in f if line.startswith("CapEff"))
+    except (OSError, ValueError, IndexError):
+        return False
 
 
 def _too_big(ex: execute.Execution, limit) -> str:
