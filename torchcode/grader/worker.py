@@ -336,6 +336,17 @@ def _sig_msg(label, expected, n_pos, sig) -> str:
     return f"`{label}` must take ({_contract(expected, n_pos)}){free}{kw}; yours is {label}{sig}"
 
 
+def _type_name(t: type) -> str:
+    """A class's name as Python defined it: a metaclass cannot make it raise or lie (a property named
+    ``__name__`` on the metaclass is not consulted)."""
+    try:
+        module, name = type.__dict__["__module__"].__get__(t), type.__dict__["__qualname__"].__get__(t)
+    except BaseException:  # noqa: BLE001
+        return "an object"
+    module = module if isinstance(module, str) else "?"
+    return name if module == "builtins" else f"{module}.{name}"
+
+
 def _count(spec: dict, key: str, names: tuple) -> int:
     n = spec.get(key)
     return n if isinstance(n, int) and 0 <= n <= len(names) else len(names)
@@ -403,13 +414,16 @@ class Worker:
                 exec(code, module.__dict__)
         except BaseException as e:  # noqa: BLE001 - the learner's import may raise anything
             guard.check_kernels()
-            return {"error": self._error(e, guard, "while importing your file")}
+            return {"error": self._error_safely(e, guard, "while importing your file")}
         guard.check_kernels()
         if guard.violations or guard.tampered:  # caught our exception at the top level and carried on
             return {"error": self._error(guards.ForbiddenCall(), guard, "while importing your file")}
         _preload(source)
         self.entry = getattr(module, self.spec["name"], None)
-        problem = self._interface_problem(module)
+        try:
+            problem = self._interface_problem(module)
+        except BaseException as e:  # noqa: BLE001 - a __signature__, __module__ or metaclass of the learner's raised
+            problem = f"`{self.spec['name']}` cannot be inspected (doing so raised {_type_name(type(e))})"
         if problem:
             return {"error": {"kind": "interface", "message": problem}}
         return {"ok": True, "seconds": time.perf_counter() - start}
@@ -479,7 +493,7 @@ class Worker:
             return {"error": e.to_dict(), "seconds": time.perf_counter() - start}
         except BaseException as e:  # noqa: BLE001
             guard.check_kernels()
-            return {"error": self._error(e, guard, stage.name), "seconds": time.perf_counter() - start,
+            return {"error": self._error_safely(e, guard, stage.name), "seconds": time.perf_counter() - start,
                     **self._memory(guard)}
         seconds = time.perf_counter() - start
         guard.check_kernels()
@@ -508,7 +522,7 @@ class Worker:
             with guard:
                 target = execute.bench_target(self.entry, self.spec["kind"] == "module", prog, dtype=dtype, device=device)
         except BaseException as e:  # noqa: BLE001
-            return {"error": self._error(e, guard, "in __init__ (while benchmarking)")}
+            return {"error": self._error_safely(e, guard, "in __init__ (while benchmarking)")}
         self.benched = (target, device)
         return {"ok": True}
 
@@ -541,7 +555,7 @@ class Worker:
             args, kwargs = execute.bench_args(prog, device)
             out, peak = execute.bench_call(target, args, kwargs, device=device, guard=guard if h.get("memory") else None)
         except BaseException as e:  # noqa: BLE001
-            return {"error": self._error(e, guard, "while benchmarking")}
+            return {"error": self._error_safely(e, guard, "while benchmarking")}
         if guard.violations or guard.tampered:
             return {"error": self._error(guards.ForbiddenCall(), guard, "while benchmarking")}
         return {"outputs": [self._encode(out, msg)], **({"peak_bytes": int(peak)} if peak is not None else {})}
@@ -560,8 +574,24 @@ class Worker:
             return {"L": [self._encode(x, msg) for x in v]}
         if v is None:
             return None
-        t = type(v)
-        return {"X": f"{t.__module__}.{t.__qualname__}" if t.__module__ != "builtins" else t.__qualname__}
+        return {"X": _type_name(type(v))}
+
+    def _error_safely(self, e: BaseException, guard, stage: str) -> dict:
+        """``_error``, or (when the exception's own ``__str__``, ``errno``, class name... raise or are not
+        text) a runtime error that names its class as Python defined it: never a dead worker."""
+        try:
+            err = self._error(e, guard, stage)
+            if all(isinstance(err.get(k, ""), str) for k in ("message", "traceback")):
+                return err
+        except BaseException:  # noqa: BLE001 - the learner's exception misbehaves; its type is still known
+            pass
+        try:
+            tb = "".join(traceback.format_list([f for f in traceback.extract_tb(e.__traceback__)
+                                                if f.filename == self.path]))[-MAX_TRACEBACK:]
+        except BaseException:  # noqa: BLE001
+            tb = ""
+        return {"kind": "runtime", "stage": stage, "traceback": tb,
+                "message": f"{_type_name(type(e))} {stage} (its message cannot be shown: turning it into text failed)"}
 
     def _error(self, e: BaseException, guard, stage: str) -> dict:
         if guard.tampered:
