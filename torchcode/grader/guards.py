@@ -237,8 +237,10 @@ class Guard:
     """Context manager for one call of learner code. Findings accumulate on the instance and are
     reported (``report``) as they happen."""
 
-    def __init__(self, forbidden: list[str], max_elements: int | None = None):
+    def __init__(self, forbidden: list[str], max_elements: int | None = None, measured: bool = False):
         self.forbidden = forbidden
+        self.measured = measured  # the case bounds memory or work: tensor data may not leave torch (EXPORTS)
+        self.scalars = 0  # elements taken out of torch one by one (item(), float(t), ...) during this call
         self.by_id = {}
         self.classes = []
         for name in forbidden:
@@ -383,9 +385,35 @@ class _CallGuard(TorchFunctionMode):
         name = guard.by_id.get(id(func))
         if name is None and isinstance(func, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
             name = guard.ops.get(_op_name(func))
+        if name is None and guard.measured:
+            name = _leaves_torch(guard, func, args)
         if name is not None:
             guard.forbid(name)
         return func(*args, **(kwargs or {}))
+
+
+# Where a case measures memory and work (the largest intermediate, how work grows, the widest reduction),
+# only torch's own ops are measured: the same computation in numpy or in Python lists would go unseen. So
+# there, tensor data may not leave torch in bulk; a few scalars (a loop bound, a debug value) may.
+EXPORTS = {"numpy", "__array__", "tolist", "__dlpack__", "untyped_storage", "_typed_storage", "storage",
+           "data_ptr", "__reduce_ex__", "__reduce__", "__getstate__", "__array_wrap__"}
+SCALARS = {"item", "__float__", "__int__", "__index__", "__complex__", "__bool__"}
+MAX_SCALARS = 256  # per call: a few loop bounds or checks, not the inputs
+_LEAVING = "tensor data taken out of torch, where this case measures memory and work: compute with torch ops"
+
+
+def _leaves_torch(guard: Guard, func, args) -> str | None:
+    qual = getattr(func, "__qualname__", "")
+    owner, _, name = qual.rpartition(".")
+    if owner not in ("Tensor", "TensorBase", "_TensorBase"):
+        return None
+    if name in EXPORTS:
+        return f"Tensor.{name} ({_LEAVING})"
+    if name in SCALARS:
+        guard.scalars += 1
+        if guard.scalars > MAX_SCALARS:
+            return f"Tensor.{name} on more than {MAX_SCALARS} elements in one call ({_LEAVING})"
+    return None
 
 
 class _KernelGuard(TorchDispatchMode):

@@ -132,6 +132,7 @@ class Problem:
         header.update({
             "op": "case",
             "grad": c.grad, "train": c.train, "max_elements": c.max_intermediate, "dtype": dtype, "device": device,
+            "measured": any(v is not None for v in (c.max_intermediate, c.max_reduction, c.max_work_exponent)),
             "layouts": list(layouts),
             "cotangents": [{"step": s, "path": list(p), "t": msg.tensor(t)} for (s, p), t in ref_prog.cotangents.items()],
         })

@@ -478,7 +478,7 @@ class Worker:
     def case(self, h: dict, tensors: list, msg: Message) -> dict:
         prog = self._program(h, tensors)
         prog.calling = self._calling()
-        guard = guards.Guard(self.forbidden, h.get("max_elements"))
+        guard = guards.Guard(self.forbidden, h.get("max_elements"), measured=bool(h.get("measured")))
         stage = execute.Stage()
         device = str(h.get("device", "cpu"))
         dtype = protocol.DTYPES.get(str(h.get("dtype", "float32")), torch.float32)
