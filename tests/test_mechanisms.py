@@ -178,12 +178,12 @@ class GroupQueryAttention(nn.Module):
 """
 
 
-def test_report_explains_the_case_that_names_the_bug(cli, workdir, catalog):
+def test_report_explains_the_case_that_names_the_bug(cli, workdir, grader, catalog):
     """A scale forgotten fails nearly every case: the panel explains a plain case and says the mistake is
-    shared, not the grouping case listed first; every failing case shows its own message."""
+    shared, not the grouping case listed first; every failing case shows its own message. (The reports are
+    graded here, as `check --json` would print them; the panel is drawn by the real command, on the same seed.)"""
     (workdir / "gqa.py").write_text(GQA_WITHOUT_SCALE)
-    r = cli("check", "gqa.py", "--problem", "gqa", "--seed", "7", "--json")
-    report = json.loads(r.out)
+    report = grader.grade(catalog.get("gqa"), workdir / "gqa.py", seed=7).to_dict()
     assert report["verdict"] == "wrong_answer" and report["explained"] == "mha_extreme", report["explained"]
     assert report["message"] == next(c["message"] for c in report["cases"] if c["name"] == "mha_extreme")
     r = cli("check", "gqa.py", "--problem", "gqa", "--seed", "7")
@@ -192,8 +192,8 @@ def test_report_explains_the_case_that_names_the_bug(cli, workdir, catalog):
     assert r.out.count("elements off, max abs err") == len(failing) > 1
     # a mistake only some cases show: the first of them, whose targets name it
     tiled = catalog.get("gqa").folder / "wrong" / "tiled_kv_heads.py"
-    report = json.loads(cli("check", str(tiled), "--problem", "gqa", "--seed", "7", "--json").out)
-    assert report["explained"] == "grouped_8_2"
+    report = grader.grade(catalog.get("gqa"), tiled, seed=7).to_dict()
+    assert report["verdict"] == "wrong_answer" and report["explained"] == "grouped_8_2", report["explained"]
 
 
 def test_json_report_only_gains_fields(cli, workdir, catalog):
