@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from conftest import FIXTURES, ROOT, module_cli, on_a_terminal
+from conftest import FIXTURES, ROOT, on_a_terminal
 
 PACK = FIXTURES / "course_pack"
 
@@ -214,11 +214,11 @@ TILED = ROOT / "problems" / "gqa" / "wrong" / "tiled_kv_heads.py"
 
 
 @pytest.fixture(scope="module")
-def tiled_report(tmp_path_factory):
-    """`check --json` of a wrong gqa, once: its cases' names and what each checks."""
-    r = module_cli(tmp_path_factory, "check", str(TILED), "--problem", "gqa", "--json")
-    assert r.code == 1, r.text
-    return json.loads(r.out)
+def tiled_report(grader, catalog):
+    """The report of a wrong gqa (as `check --json` prints it), graded once: its cases' names and what each checks."""
+    report = grader.grade(catalog.get("gqa"), TILED).to_dict()
+    assert report["verdict"] == "wrong_answer", report["message"]
+    return report
 
 
 @pytest.mark.parametrize("columns", ["60", None], ids=["60 columns", "piped, no COLUMNS"])
