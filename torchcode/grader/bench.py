@@ -24,6 +24,7 @@ import math
 import os
 import secrets
 import select
+import socket
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
@@ -114,15 +115,21 @@ def run_bench(grader, spec: ProblemSpec, path: Path, *, dtype: str = "float32", 
                     plan.calibrate(worker, side, timeout)
             return measure
 
-        # the reference runs in a worker of its own, timed exactly as yours: same process state, same clock
-        with grader.loaded_worker(spec, path, dtype, before_load=calibrate(MINE)) as mine, \
-                grader.loaded_worker(spec, path, dtype, before_load=calibrate(REF), reference=True) as ref:
+        # The reference runs in a worker of its own, timed exactly as yours (same process state, same clock),
+        # and first: nothing of yours is loaded anywhere while it and the fused kernel are timed, so nothing of
+        # yours can slow them down (work left running on the machine or on the GPU).
+        with grader.loaded_worker(spec, path, dtype, before_load=calibrate(REF), reference=True) as ref:
             for i, plan in enumerate(plans):
                 if on_step:
-                    on_step(i, len(sizes), f"{spec.id} size {plan.size}")
-                report.rows.append(plan.run({MINE: mine, REF: ref}, timeout))
+                    on_step(i, 2 * len(sizes), f"{spec.id} size {plan.size}: reference")
+                plan.run_reference(ref, timeout)
+        with grader.loaded_worker(spec, path, dtype, before_load=calibrate(MINE)) as mine:
+            for i, plan in enumerate(plans):
+                if on_step:
+                    on_step(len(sizes) + i, 2 * len(sizes), f"{spec.id} size {plan.size}: your kernel")
+                report.rows.append(plan.run(mine, timeout))
     if on_step:
-        on_step(len(sizes), len(sizes), "done")
+        on_step(2 * len(sizes), 2 * len(sizes), "done")
     return report
 
 
@@ -177,21 +184,15 @@ class _Size:
 
         The CPU clock is the worker's CPU time, read from the kernel's accounting (/proc) before and after."""
         notes = protocol.Notes()
-        if select.select([worker.sock], [], [], 0)[0]:  # a reply to a request not sent yet, or the worker is gone
-            if side == REF:
-                raise GraderError(f"the reference's worker sent something it was not asked for at size {self.size}")
-            raise UsageError(f"your kernel's process sent the grader a message it had not asked for at size {self.size} "
-                             "(a reply before the call's inputs were sent): did your code write to the grader's socket? "
-                             "Only what comes back after a call's inputs counts.")
-        worker.sock.settimeout(timeout)
         cpu0 = _cpu_seconds(worker.pid) if self.cpu_clock else None
         start = time.perf_counter()
         try:
-            try:
-                worker.send(msg, header)
-            except TimeoutError:
-                raise protocol.ProtocolError("it stopped reading the grader's requests: did your code write to the "
-                                             "grader's socket?") from None
+            if not _send_alone(worker.sock, msg.frames(header), timeout):
+                if side == REF:
+                    raise GraderError(f"the reference's worker sent something it was not asked for at size {self.size}")
+                raise UsageError(f"your kernel's process sent the grader a message it had not asked for at size "
+                                 f"{self.size} (a reply before the call's inputs were sent): did your code write to the "
+                                 "grader's socket? Only what comes back after a call's inputs counts.")
             reply, tensors = worker.receive(timeout, self.budget, notes)
         except protocol.Timeout:
             if side == REF:
@@ -230,43 +231,58 @@ class _Size:
     def order(self) -> list[int]:
         return list(range(len(self.cases)))
 
-    def run(self, workers: dict, timeout: float) -> BenchRow:
-        """Each call goes to your kernel's worker and then to the reference's, on the same inputs."""
+    def _calls(self, worker, side: str, timeout: float):
+        """Set the worker up, then make every call in turn: yields (call, reply, tensors, notes, seconds, wall)
+        for each call that sent back outputs; the first one that did not is a failure."""
         header, msg = self.problem.message(self.cases[0], self.state, self._cast)
         header.update(op="bench_setup", steps=[], dtype=self.dtype, device=self.device)
-        for side, worker in workers.items():
-            reply, _, notes, _, _ = self._exchange(worker, header, msg, timeout, side)
-            if "ok" not in reply or notes.forbidden or notes.tamper:
-                self._fail(side, -1, reply, notes)
-        replies, ref_outs, times, walls, peaks = {}, {}, {MINE: [], REF: []}, [], {}
+        reply, _, notes, _, _ = self._exchange(worker, header, msg, timeout, side)
+        if "ok" not in reply or notes.forbidden or notes.tamper:
+            self._fail(side, -1, reply, notes)
         for k in self.order():
             header, msg = self._message(k, "bench_call", memory=k == self.memory_pass)
-            for side, worker in workers.items():
-                reply, tensors, notes, seconds, wall = self._exchange(worker, header, msg, timeout, side)
-                if "outputs" not in reply or notes.forbidden or notes.tamper:
-                    self._fail(side, k, reply, notes)  # an error: say so now
-                if side == MINE:
-                    replies[k] = (reply, tensors, notes)
-                else:
-                    ref_outs[k] = _outputs(reply, tensors, self.size)
-                if k == self.memory_pass:
-                    try:
-                        peaks[side] = int(verdict.number(reply.get("peak_bytes"), "size"))
-                    except protocol.ProtocolError:
-                        self._fail(side, k, {}, notes)
-                elif k > self.memory_pass:
-                    times[side].append(seconds)
-                    if side == MINE:
-                        walls.append(wall)
-        for k, (reply, tensors, notes) in replies.items():  # every output measured, as grading compares it
-            if k >= self.memory_pass:  # (a warm-up call's counts for nothing: its output is only required to be there)
-                self._check(k, reply, tensors, notes, ref_outs[k])
-        mine, ref = (max(statistics.median(times[s]) - self.overhead[s], 0.0) for s in (MINE, REF))
-        row = BenchRow(self.size, mine, ref, peaks[MINE], peaks[REF], overhead_s=self.overhead[MINE],
-                       learner_wall_s=statistics.median(walls))
-        baseline = self.problem.baseline
-        if baseline is not None and not self.spec.entry.is_module:
-            row.baseline_s, row.baseline_peak = self._time_here(baseline)
+            reply, tensors, notes, seconds, wall = self._exchange(worker, header, msg, timeout, side)
+            if "outputs" not in reply or notes.forbidden or notes.tamper:
+                self._fail(side, k, reply, notes)  # an error: say so now
+            yield k, reply, tensors, notes, seconds, wall
+
+    def _peak(self, side: str, k: int, reply: dict, notes) -> int:
+        try:
+            return int(verdict.number(reply.get("peak_bytes"), "size"))
+        except protocol.ProtocolError:
+            self._fail(side, k, {}, notes)
+
+    def run_reference(self, worker, timeout: float) -> None:
+        """The reference's outputs, peak and time on every call; the fused kernel's time here."""
+        self.ref_outs, times = {}, []
+        for k, reply, tensors, notes, seconds, _ in self._calls(worker, REF, timeout):
+            self.ref_outs[k] = _outputs(reply, tensors, self.size)
+            if k == self.memory_pass:
+                self.ref_peak = self._peak(REF, k, reply, notes)
+            elif k > self.memory_pass:
+                times.append(seconds)
+        self.ref_s = max(statistics.median(times) - self.overhead[REF], 0.0)
+        self.baseline = None
+        if self.problem.baseline is not None and not self.spec.entry.is_module:
+            self.baseline = self._time_here(self.problem.baseline)
+
+    def run(self, worker, timeout: float) -> BenchRow:
+        """Your kernel on the same calls, every output measured compared with the reference's as grading does
+        (a warm-up call's output counts for nothing: it is only required to be there)."""
+        times, walls, peak = [], [], 0
+        for k, reply, tensors, notes, seconds, wall in self._calls(worker, MINE, timeout):
+            if k >= self.memory_pass:
+                self._check(k, reply, tensors, notes, self.ref_outs[k])
+            if k == self.memory_pass:
+                peak = self._peak(MINE, k, reply, notes)
+            elif k > self.memory_pass:
+                times.append(seconds)
+                walls.append(wall)
+        self.ref_outs = {}
+        row = BenchRow(self.size, max(statistics.median(times) - self.overhead[MINE], 0.0), self.ref_s, peak,
+                       self.ref_peak, overhead_s=self.overhead[MINE], learner_wall_s=statistics.median(walls))
+        if self.baseline is not None:
+            row.baseline_s, row.baseline_peak = self.baseline
         return row
 
     def _time_here(self, target) -> tuple[float, int]:
@@ -310,7 +326,8 @@ class _Size:
                     message = verdict.malformed(e)
             else:
                 message = verdict.malformed(protocol.ProtocolError("no outputs" if k != self.memory_pass else "bad size"))
-        which = "being set up" if k < 0 else "a timed call" if k > self.memory_pass else "an untimed call"
+        which = ("being set up" if k < 0 else "a warm-up call" if k < self.memory_pass
+                 else "the memory pass" if k == self.memory_pass else f"timed call {k - self.memory_pass}")
         message = message.strip()
         if side == REF:
             raise GraderError(f"the reference failed at size {self.size} ({which}): {message}")
@@ -333,6 +350,35 @@ def _like(out):
     if isinstance(out, (tuple, list)):
         return {"L": [_like(x) for x in out]}
     return None
+
+
+def _send_alone(sock, frames: list[bytes], timeout: float) -> bool:
+    """Send a request, watching the socket: False (nothing more is sent) as soon as the worker sends anything
+    before the whole request is out, which no honest worker does (it reads a request, then answers it)."""
+    deadline = time.monotonic() + timeout
+    poller = select.poll()
+    poller.register(sock, select.POLLIN | select.POLLOUT)
+    sock.setblocking(False)
+    try:
+        for frame in frames:
+            view = memoryview(frame)
+            while view:
+                events = 0
+                for _, ev in poller.poll(max(deadline - time.monotonic(), 0) * 1000):
+                    events |= ev
+                if events & (select.POLLIN | select.POLLHUP | select.POLLERR):
+                    if not sock.recv(1, socket.MSG_PEEK):
+                        raise protocol.PeerClosed("the worker closed the connection")
+                    return False
+                if not events & select.POLLOUT:
+                    raise protocol.ProtocolError("it stopped reading the grader's requests")
+                try:
+                    view = view[sock.send(view):]
+                except BlockingIOError:
+                    continue
+    finally:
+        sock.settimeout(timeout)
+    return True
 
 
 def _outputs(reply: dict, tensors: list, size: int):

@@ -114,11 +114,13 @@ class Message:
         raise ProtocolError(f"cannot send a {type(v).__name__}")
 
     def send(self, sock: socket.socket, header: dict) -> None:
-        header = dict(header, tensors=self.meta)
-        raw = json.dumps(header).encode()
-        sock.sendall(_HEAD.pack(len(raw), self.offset) + raw)
-        for b in self.blobs:
+        for b in self.frames(header):
             sock.sendall(b)
+
+    def frames(self, header: dict) -> list[bytes]:
+        """The message's bytes on the wire, in pieces."""
+        raw = json.dumps(dict(header, tensors=self.meta)).encode()
+        return [_HEAD.pack(len(raw), self.offset) + raw, *self.blobs]
 
 
 def _recv_exact(sock: socket.socket, n: int, deadline: float | None) -> bytearray:
