@@ -73,6 +73,13 @@ def large_scores(rng):
                 grad=False)  # logits ~1e3: test the forward's stability; gradients there are ill-conditioned
 
 
+@case(targets="large-magnitude scores with a mask: mask the scores before the softmax (a masked key may hold a row's "
+              "largest score)")
+def large_scores_masked(rng):
+    Q, K, V = rng.randn(2, 2, 6, 16, scale=30.0), rng.randn(2, 2, 9, 16, scale=30.0), rng.randn(2, 2, 9, 8)
+    return Case(steps=[Call(Q, K, V, mask=_mask(rng, 2, 2, 6, 9))], grad=False)  # forward stability only
+
+
 @case(targets="5-D inputs and odd sizes")
 def five_d(rng):
     return Case(steps=[Call(rng.randn(1, 2, 2, 3, 5), rng.randn(1, 2, 2, 13, 5), rng.randn(1, 2, 2, 13, 3))])
