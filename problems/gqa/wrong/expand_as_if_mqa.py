@@ -1,5 +1,5 @@
-# expect: wrong_answer
-# mistake: merges heads with reshape(B, S, D) straight from (B, H, S, d_k), without transposing back: right only for one head
+# expect: runtime_error
+# mistake: written for multi-query attention: k.expand(-1, num_heads, -1, -1) only works when there is one KV head
 import math
 
 import torch
@@ -17,9 +17,8 @@ class GroupQueryAttention(nn.Module):
 
     def forward(self, x):
         B, S, D = x.shape
-        n_rep = self.h // self.hkv
         q = self.W_q(x).view(B, S, self.h, self.dk).transpose(1, 2)
-        k = self.W_k(x).view(B, S, self.hkv, self.dk).transpose(1, 2).repeat_interleave(n_rep, dim=1)
-        v = self.W_v(x).view(B, S, self.hkv, self.dk).transpose(1, 2).repeat_interleave(n_rep, dim=1)
+        k = self.W_k(x).view(B, S, self.hkv, self.dk).transpose(1, 2).expand(-1, self.h, -1, -1)
+        v = self.W_v(x).view(B, S, self.hkv, self.dk).transpose(1, 2).expand(-1, self.h, -1, -1)
         w = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(self.dk), dim=-1)
-        return self.W_o((w @ v).reshape(B, S, D))
+        return self.W_o((w @ v).transpose(1, 2).reshape(B, S, D))
