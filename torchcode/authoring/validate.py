@@ -6,8 +6,9 @@ For each problem, in order (a failed step does not stop the others unless they n
                entry point and a TODO marker
   3. stub      the stub, graded, is "not implemented"
   4. reference the reference is accepted on several seeds, and the cases are deterministic
-  5. variants  every known-wrong submission is rejected (with its declared verdict), every
-               correct alternative accepted; at least one of each exists
+  5. variants  every known-wrong submission is rejected (with its declared verdict; one that float32
+               accepts is graded again in every declared dtype, as a GPU grades), every correct
+               alternative accepted; at least one of each exists
   6. budget    every hidden case runs within half its time limit on the reference
 Returns plain data; rendering is elsewhere.
 """
@@ -167,9 +168,13 @@ def _validate(v: ProblemValidation, spec: ProblemSpec, grader, seeds: tuple[int,
           spec.folder / "wrong", "" if wrong else "add realistic mistakes under wrong/, each with '# expect: VERDICT'")
     v.add("variants", bool(right), f"{len(right)} correct alternatives" if right else "no correct alternative",
           spec.folder / "right", "" if right else "add a correct alternative under right/ ('# expect: accepted')")
+    every_dtype = list(spec.grading.dtypes)
     for path in wrong:
         want = expected_verdict(path)
         r = grader.grade(spec, path, seed=seeds[0])
+        if r.passed and list(r.dtypes) != every_dtype:
+            # a mistake only half precision shows (an overflow, a float32 result): graded as a GPU grades by default
+            r = grader.grade(spec, path, seed=seeds[0], dtypes=every_dtype)
         if r.passed:
             v.add("variants", False, f"mutant survived: {path.name} was accepted", path,
                   "add a hidden case that catches this mistake")
