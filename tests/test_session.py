@@ -291,8 +291,9 @@ def test_replies_cannot_be_forged_even_without_confinement():
         report = s.grade("sdpa", source=FORGES_THE_SESSION)
         assert report.verdict.value == "wrong_answer", report.message
         opened = int(re.search(r"opened (\d+)", report.output).group(1))
-        # root reaches the process's descriptors; another user is already stopped (the process is not dumpable)
-        assert opened > 0 or os.geteuid() != 0
+        # the process is not dumpable, and the worker holds no capability (one started by root gives them
+        # all up), so it reaches none of the process's descriptors; the socket would not open anyway
+        assert opened == 0
         assert s.grade("sdpa", path=ROOT / "solutions" / "sdpa.py").passed
 
 
