@@ -156,9 +156,11 @@ class Grader:
                   "path": str(path), "confine": lim.confine and confine, "protected": protected_paths(spec) + [str(Path(p).resolve()) for p in lim.protect],
                   "dtypes": list(dtypes), "sdpa": SDPA not in spec.forbidden, "device_init": lim.device_init}
         try:
-            return self.zygote.spawn(config)
+            worker = self.zygote.spawn(config)
         except OSError as e:
             raise GraderError(f"cannot start a worker process ({e})") from None
+        worker.watch_scratch(tmp / "cwd", lim.memory_mb << 20)
+        return worker
 
     def _started(self, worker: WorkerProcess) -> dict:
         """Read the worker's first message, sent before any learner code ran: what confinement is in force.
@@ -289,6 +291,8 @@ class Grader:
             return not_run(Verdict.TIME_LIMIT, f"importing your file took longer than {load_limit:g} s: is there "
                                                "a loop or a long computation at the top level?")
         except protocol.PeerClosed:
+            if worker.scratch_over:
+                return not_run(Verdict.MEMORY_LIMIT, _scratch_message(worker, "while your file was being imported"))
             return not_run(Verdict.CRASHED, "your code's process {exit} while your file was being imported "
                                             "(sys.exit, os._exit or a crash at the top level?)")
         except protocol.ProtocolError as e:
@@ -387,6 +391,10 @@ class Grader:
             return (CaseResult(c.name, Verdict.CRASHED, targets=c.targets, seconds=time.perf_counter() - t,
                                message=malformed(e)), "an earlier case sent back a malformed result")
         except (protocol.PeerClosed, BrokenPipeError, ConnectionResetError):
+            if worker.scratch_over:
+                return (CaseResult(c.name, Verdict.MEMORY_LIMIT, targets=c.targets, seconds=time.perf_counter() - t,
+                                   message=_scratch_message(worker, "during this case")),
+                        "an earlier case wrote too many files")
             return (CaseResult(c.name, Verdict.CRASHED, targets=c.targets, seconds=time.perf_counter() - t,
                                message="your code's process {exit} during this case without returning "
                                        "a result (os._exit, a segfault, or running "
@@ -475,6 +483,14 @@ class _Ahead:
         with self.lock:
             prep = self.preps.pop((cdef.name, dtype, replay), _missing)
         return problem.prepare(cdef, self.seed, dtype, device, replay) if prep is _missing else prep
+
+
+def _scratch_message(worker: WorkerProcess, when: str) -> str:
+    from torchcode.grader.sandbox import MAX_SCRATCH_FILES
+
+    return (f"your code wrote {worker.scratch_over} {when}: the files it writes (in its scratch directory, where "
+            f"temporary files go) may hold at most {{memory_mb}} MB, the memory limit (--memory-limit), in at most "
+            f"{MAX_SCRATCH_FILES} files. Keep results in tensors.")
 
 
 def _done(res: CaseResult, dtype: str, replay: bool) -> dict:

@@ -19,6 +19,7 @@ import shutil
 import signal
 import socket
 import struct
+import threading
 import time
 from dataclasses import dataclass
 
@@ -229,11 +230,35 @@ class Zygote:
             pass
 
 
+MAX_SCRATCH_FILES = 2000  # a kernel writes none; compiled-kernel caches (Triton, Inductor) a few hundred
+
+
+def _tree_size(folder, most: int) -> tuple[int, int]:
+    """Bytes and number of the files under ``folder`` (links not followed), counting at most ``most``."""
+    size, count, todo = 0, 0, [str(folder)]
+    while todo and count < most:
+        try:
+            with os.scandir(todo.pop()) as it:
+                for e in it:
+                    count += 1
+                    try:
+                        if e.is_dir(follow_symlinks=False):
+                            todo.append(e.path)
+                        else:
+                            size += e.stat(follow_symlinks=False).st_blocks * 512
+                    except OSError:
+                        pass
+        except OSError:
+            pass
+    return size, count
+
+
 class WorkerProcess:
     """One sandboxed worker: send it messages, read replies under a deadline, end it."""
 
     def __init__(self, zygote: Zygote, pid: int, sock: socket.socket):
         self.zygote, self.pid, self.sock = zygote, pid, sock
+        self.scratch_over = ""  # why watch_scratch killed it
         self.exit: ExitInfo | None = None
         self.received = False
 
@@ -257,6 +282,23 @@ class WorkerProcess:
 
     def kill(self) -> None:
         _killpg(self.pid)
+
+    def watch_scratch(self, folder, max_bytes: int, every: float = 0.1) -> None:
+        """Kill the worker once the files under ``folder`` (its scratch directory, where temporary files
+        go) hold more than ``max_bytes`` or number more than MAX_SCRATCH_FILES: disk, or memory where the
+        folder is a tmpfs, that no rlimit counts (RLIMIT_FSIZE caps each file, not how many). Why it was
+        killed is left in ``scratch_over``. Polls from a thread until the worker is finished."""
+        def watch():
+            while self.exit is None:
+                size, count = _tree_size(folder, MAX_SCRATCH_FILES + 1)
+                if size > max_bytes or count > MAX_SCRATCH_FILES:
+                    self.scratch_over = (f"{size / 2**20:.0f} MB in {count} files" if count <= MAX_SCRATCH_FILES
+                                         else f"more than {MAX_SCRATCH_FILES} files")
+                    self.kill()
+                    return
+                time.sleep(every)
+
+        threading.Thread(target=watch, name=f"torchcode-scratch-{self.pid}", daemon=True).start()
 
     def finish(self, grace: float = 1.0) -> ExitInfo:
         """Ask it to leave, wait up to ``grace`` s, kill its whole group, return how it ended."""
