@@ -499,3 +499,22 @@ def test_lone_surrogates_in_a_message_break_no_report(cli, tmp_path):
 
 def _solution(problem: str) -> Path:
     return Path(__file__).resolve().parents[1] / "solutions" / f"{problem}.py"
+
+
+def test_a_student_folder_name_never_drives_the_terminal_through_the_grade_files(cli, tmp_path):
+    """A student folder named with terminal control sequences (a zip member can be named anything): the
+    feedback file and grades.csv, which an instructor reads with `cat`, hold it escaped, never raw."""
+    work, out = tmp_path / "class", tmp_path / "out"
+    eve = "eve\x1b[2J\x1b]0;pwned\x07"
+    for student, src in ((eve, HOSTILE_DIR / "returns_zeros.py"), ("bob", _solution("sdpa"))):
+        (work / student).mkdir(parents=True)
+        shutil.copy(src, work / student / "sdpa.py")
+    r = cli("grade", str(work), "--problems", "sdpa", "--out", str(out), "--workers", "1", "--device", "cpu",
+            timeout=300)
+    assert "Traceback" not in r.err, r.err[-2000:]
+    written = {p.name: p.read_bytes() for p in [out / "grades.csv", *(out / "feedback").iterdir()]}
+    assert len(written) == 3
+    for name, data in written.items():
+        assert b"\x1b" not in data and b"\x07" not in data, name
+    assert b"eve\\x1b[2J\\x1b]0;pwned\\x07" in written["grades.csv"]
+    assert any(b"Feedback for eve\\x1b[2J" in data for data in written.values())

@@ -86,9 +86,12 @@ def write_csv(path: Path, entries: list[Entry], bench: bool) -> None:
 
 
 def _cell(value):
-    """A folder name a spreadsheet would run as a formula (=, +, -, @) is written as text."""
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + value
+    """A folder name a spreadsheet would run as a formula (=, +, -, @) is written as text; control
+    characters are written escaped (``cat grades.csv`` must not drive the terminal)."""
+    if isinstance(value, str):
+        value = inert(value)
+        if value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+            return "'" + value
     return value
 
 
@@ -131,7 +134,7 @@ def write_feedback(folder: Path, entries: list[Entry], *, seed: int, mode: str) 
         used.add(name.lower())
         buf = _Utf8()
         con = Console(file=buf, width=100, color_system=None, force_terminal=False, highlight=False, soft_wrap=False)
-        con.print(Text(f"Feedback for {student} (torchcode grade, seed {seed})"), soft_wrap=True)
+        con.print(Text(f"Feedback for {inert(student)} (torchcode grade, seed {seed})"), soft_wrap=True)
         for e in mine:
             con.print(Text(f"\n== {e.problem} " + "=" * max(0, 90 - len(e.problem))))
             if e.row is None:
