@@ -82,6 +82,8 @@ class Ahead:
         if node.nodeid not in self.futures:
             self._start(node)
         nxt = items[at + 1] if at + 1 < len(items) else None
+        if os.environ.get("PYTEST_XDIST_WORKER"):  # under xdist the next item may run elsewhere: none ahead
+            nxt = None
         if nxt is not None and getattr(nxt, "originalname", None) == node.originalname and nxt.module is node.module:
             path = nxt.callspec.params["path"]
             if "# needs: confinement" not in path.read_text() or CONFINABLE:
