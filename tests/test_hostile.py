@@ -520,3 +520,30 @@ def test_a_student_folder_name_never_drives_the_terminal_through_the_grade_files
         assert b"\x1b" not in data and b"\x07" not in data, name
     assert b"eve\\x1b[2J\\x1b]0;pwned\\x07" in written["grades.csv"]
     assert any(b"Feedback for eve\\x1b[2J" in data for data in written.values())
+
+
+def test_a_zip_whose_member_name_is_not_the_utf8_it_claims_is_a_usage_error(cli, tmp_path):
+    """A class zip with a member named with bytes that are not UTF-8, flagged as UTF-8: Python's zipfile
+    cannot read its directory at all. A clear usage error (exit 2), not a traceback."""
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("alice/sdpa.py", _solution("sdpa").read_text())
+        z.writestr("bob/sdpa.py", _solution("sdpa").read_text())
+    data = bytearray(buf.getvalue())
+    for sig, flags_at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):  # local and central headers: UTF-8 flag on
+        k = data.find(sig)
+        while k >= 0:
+            data[k + flags_at + 1] |= 0x08  # bit 11 of the little-endian flags word: its second byte
+            k = data.find(sig, k + 4)
+    k = data.find(b"bob/")
+    while k >= 0:
+        data[k + 1] = 0xFF  # "b\xffb/sdpa.py"
+        k = data.find(b"bob/", k + 1)
+    (tmp_path / "class.zip").write_bytes(bytes(data))
+    r = cli("grade", str(tmp_path / "class.zip"), "--problems", "sdpa", "--out", str(tmp_path / "out"),
+            "--workers", "1", "--device", "cpu")
+    assert r.code == 2, (r.out, r.err)
+    assert "cannot be read as a zip" in r.err and "Traceback" not in r.err, r.err

@@ -117,7 +117,13 @@ def unzip(archive: Path, dest: Path) -> list[str]:
     skipped: list[str] = []
     dest.mkdir(parents=True, exist_ok=True)
     total = 0
-    with zipfile.ZipFile(archive) as z:
+    try:  # the central directory is read here, whole: one damaged entry makes the archive unreadable
+        z = zipfile.ZipFile(archive)
+    except (zipfile.BadZipFile, UnicodeDecodeError, ValueError, EOFError, OSError, NotImplementedError) as e:
+        raise UsageError(f"{archive} cannot be read as a zip ({type(e).__name__}: {str(e)[:200]}), e.g. a member "
+                         "whose name is not the UTF-8 the zip claims: unpack it with another tool and grade the "
+                         "folder") from None
+    with z:
         for info in z.infolist():
             name = PurePosixPath(info.filename.replace("\\", "/"))
             mode = info.external_attr >> 16
