@@ -33,12 +33,14 @@ def test_state_or_randomness_across_calls_is_named(grader, catalog, pid, name, w
     assert any(words in c.message for c in report.cases if not c.passed), report.message
 
 
-@pytest.mark.parametrize("name,case", [("max_starts_at_zero", "all_scores_negative"),
-                                       ("tail_block_not_rescaled", "largest_in_ragged_block")])
-def test_flash_numerics_bugs_are_caught_in_float32_alone(grader, catalog, name, case):
+@pytest.mark.parametrize("pid,name,case", [
+    ("flash_attention", "max_starts_at_zero", "all_scores_negative"),
+    ("flash_attention", "tail_block_not_rescaled", "largest_in_ragged_block"),
+    ("sdpa", "renormalise_after_softmax", "large_scores_masked"),
+])
+def test_numerics_bugs_are_caught_in_float32_alone(grader, catalog, pid, name, case):
     """Exact in exact arithmetic, so only a case whose scores make exp() underflow or overflow catches them."""
-    spec = catalog.get("flash_attention")
-    report = grader.grade(spec, PROBLEMS / "flash_attention" / "wrong" / f"{name}.py", dtypes=["float32"])
+    report = grader.grade(catalog.get(pid), PROBLEMS / pid / "wrong" / f"{name}.py", dtypes=["float32"])
     bad = {c.name: c.message for c in report.cases if not c.passed}
     assert report.verdict.value == "wrong_answer" and case in bad, report.message
     assert "NaN/inf come from exp()" in bad[case]
