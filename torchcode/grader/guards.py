@@ -241,6 +241,7 @@ class Guard:
         self.forbidden = forbidden
         self.measured = measured  # the case bounds memory or work: tensor data may not leave torch (EXPORTS)
         self.scalars = 0  # elements taken out of torch one by one (item(), float(t), ...) during this call
+        self.measuring = False  # the kernel guard is looking at an op's tensors (torch function modes may see it)
         self.by_id = {}
         self.classes = []
         for name in forbidden:
@@ -385,7 +386,7 @@ class _CallGuard(TorchFunctionMode):
         name = guard.by_id.get(id(func))
         if name is None and isinstance(func, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
             name = guard.ops.get(_op_name(func))
-        if name is None and guard.measured:
+        if name is None and guard.measured and not guard.measuring:
             name = _leaves_torch(guard, func, args)
         if name is not None:
             guard.forbid(name)
@@ -396,10 +397,33 @@ class _CallGuard(TorchFunctionMode):
 # only torch's own ops are measured: the same computation in numpy or in Python lists would go unseen. So
 # there, tensor data may not leave torch in bulk; a few scalars (a loop bound, a debug value) may.
 EXPORTS = {"numpy", "__array__", "tolist", "__dlpack__", "untyped_storage", "_typed_storage", "storage",
-           "data_ptr", "__reduce_ex__", "__reduce__", "__getstate__", "__array_wrap__"}
+           "data_ptr", "const_data_ptr", "__reduce_ex__", "__reduce__", "__getstate__", "__array_wrap__"}
+# The same ways out that are plain functions, which torch function modes never see: wrapped in the worker.
+EXPORT_FUNCTIONS = (("torch.utils.dlpack", "to_dlpack"), ("torch._C", "_to_dlpack"), ("torch._C", "_to_dlpack_versioned"),
+                    ("torch._C", "_pickle_save"))
 SCALARS = {"item", "__float__", "__int__", "__index__", "__complex__", "__bool__"}
 MAX_SCALARS = 256  # per call: a few loop bounds or checks, not the inputs
 _LEAVING = "tensor data taken out of torch, where this case measures memory and work: compute with torch ops"
+
+
+def watch_exports() -> None:
+    """Wrap EXPORT_FUNCTIONS (worker only): inside a measuring guard, calling one is a forbidden call."""
+    for module, name in EXPORT_FUNCTIONS:
+        try:
+            mod = importlib.import_module(module)
+            fn = getattr(mod, name)
+        except (ImportError, AttributeError):
+            continue
+        if getattr(fn, "__torchcode_watched__", False):
+            continue
+
+        def watched(*args, __fn=fn, __name=f"{module}.{name}", **kwargs):
+            if _ACTIVE and _ACTIVE[-1].measured:
+                _ACTIVE[-1].forbid(f"{__name} ({_LEAVING})")
+            return __fn(*args, **kwargs)
+
+        watched.__torchcode_watched__ = True
+        setattr(mod, name, watched)
 
 
 def _leaves_torch(guard: Guard, func, args) -> str | None:
@@ -432,8 +456,12 @@ class _KernelGuard(TorchDispatchMode):
             if name is not None:
                 guard.forbid(name)
         out = func(*args, **(kwargs or {}))
-        guard._record(out, _tensors(args, kwargs))
-        guard._count(func, args, kwargs, out)
+        guard.measuring = True  # its own look at the tensors (untyped_storage) is no export of the learner's
+        try:
+            guard._record(out, _tensors(args, kwargs))
+            guard._count(func, args, kwargs, out)
+        finally:
+            guard.measuring = False
         return out
 
 

@@ -403,6 +403,7 @@ class Worker:
                               "message": f"line {line} uses `{name}`, which {why}; submissions may not do that"}}
         guards.set_reporter(self._note)
         guards.ban_kernels(self.forbidden)
+        guards.watch_exports()
         _hide_grader_modules()
         module = types.ModuleType("submission")
         module.__file__ = self.path
