@@ -163,3 +163,13 @@ def on_a_terminal(args: list[str], answer: bytes, cwd) -> str:
         pass
     os.close(leader)
     return out.decode()
+
+
+def at_once(*calls):
+    """Call independent ``calls`` (each runs real commands, each in processes of its own) two at a time; their
+    results, in order. A command spends most of its time importing torch, on one core: two cores run two."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = [pool.submit(call) for call in calls]
+        return [f.result() for f in futures]

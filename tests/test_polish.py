@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from conftest import FIXTURES, ROOT, on_a_terminal
+from conftest import FIXTURES, ROOT, at_once, on_a_terminal
 
 PACK = FIXTURES / "course_pack"
 
@@ -151,15 +151,16 @@ def test_reproduce_line_names_the_pack(cli, workdir):
     line = next(line for line in r.out.splitlines() if "reproduce with" in line)
     command = line.split("`")[1]
     assert "--problems-dir" in command
-    again = cli(*command.split()[1:], "--json")  # the command as printed works as it is
+    shutil.copy(ROOT / "problems" / "sdpa" / "wrong" / "scale_by_dk.py", workdir / "sdpa.py")
+    again, twice, builtin = at_once(
+        lambda: cli(*command.split()[1:], "--json"),  # the command as printed works as it is
+        lambda: cli(*command.split()[1:], env={"TORCHCODE_PROBLEMS": str(PACK)}),  # the pack named twice
+        lambda: cli("check", "sdpa"))  # a built-in problem
     assert again.code == 1 and json.loads(again.out)["seed"] == int(line.split()[1].rstrip(":"))
     # also when the pack comes from TORCHCODE_PROBLEMS (the same pack named twice is one pack)
-    r = cli(*command.split()[1:], env={"TORCHCODE_PROBLEMS": str(PACK)})
-    assert r.code == 1 and "defined twice" not in r.err, r.text
+    assert twice.code == 1 and "defined twice" not in twice.err, twice.text
     # a built-in problem's line has no --problems-dir
-    shutil.copy(ROOT / "problems" / "sdpa" / "wrong" / "scale_by_dk.py", workdir / "sdpa.py")
-    r = cli("check", "sdpa")
-    assert "reproduce with" in r.out and "--problems-dir" not in r.out
+    assert "reproduce with" in builtin.out and "--problems-dir" not in builtin.out
 
 
 ENDLESS = "def scaled_dot_product_attention(Q, K, V, mask=None):\n    while True:\n        pass\n"
@@ -202,9 +203,9 @@ def test_a_long_check_shows_what_runs_on_a_terminal(workdir, torchcode_home):
 
 def test_no_progress_line_in_pipes_or_json(cli, workdir):
     (workdir / "sdpa.py").write_text(ENDLESS)
-    r = cli("check", "sdpa", "--time-limit", "1")
+    r, (code, seen) = at_once(lambda: cli("check", "sdpa", "--time-limit", "1"),
+                              lambda: _pty_run(["check", "sdpa", "--time-limit", "1", "--json"], workdir))
     assert r.code == 1 and "checking" not in r.text and "\x1b" not in r.text
-    code, seen = _pty_run(["check", "sdpa", "--time-limit", "1", "--json"], workdir)
     text = b"".join(chunk for _, chunk in seen).decode()
     assert code == 1 and "checking" not in text and "\x1b[2K" not in text
     assert json.loads(text)["verdict"] == "time_limit"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, at_once
 
 HOSTILE = Path(__file__).parent / "hostile"
 # Sequences the hostile submissions print: none may reach stdout or stderr raw.
@@ -118,9 +118,11 @@ ASCII_ENVS = {
 def test_ascii_terminals_get_ascii(cli, workdir, env):
     shutil.copy(HOSTILE / "returns_zeros.py", workdir / "sdpa.py")
     shutil.copy(ROOT / "solutions" / "sdpa.py", workdir / "ref.py")
+    rejected, accepted = at_once(lambda: cli("check", "sdpa.py", "--device", "cpu", env=env),
+                                 lambda: cli("check", "ref.py", "--problem", "sdpa", "--device", "cpu", env=env))
     runs = {
-        "rejected": cli("check", "sdpa.py", "--device", "cpu", env=env),
-        "accepted": cli("check", "ref.py", "--problem", "sdpa", "--device", "cpu", env=env),
+        "rejected": rejected,
+        "accepted": accepted,
         "status": cli("status", env=dict(env, COLUMNS="60")),  # narrow: cells are cut or folded
         "list": cli("list", env=env),
         "show": cli("show", "sdpa", env=env),
