@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -208,7 +209,7 @@ def test_rerun_grades_only_what_changed(local_run, tmp_path):
     assert grades(out2)[("bob", "sdpa")]["verdict"] == "accepted"
     assert [r for r in gradebook_rows(out2) if r[:2] != ("bob", "sdpa")] == [r for r in before if r[:2] != ("bob", "sdpa")]
     bob = (out2 / "feedback" / "bob.txt").read_text()
-    assert "Accepted  sdpa  12/12 cases" in bob and "max abs err" not in bob  # summary: verdicts only
+    assert re.search(r"Accepted  sdpa  (\d+)/\1 cases", bob) and "max abs err" not in bob  # summary: verdicts only
 
     # --bench: the accepted sdpa kernels (alice's, and bob's copy of it) timed against the reference, ranked
     p = grade_cli(str(work), "--problems", "sdpa", "--out", str(out2), "--device", "cpu", "--bench",
