@@ -96,3 +96,30 @@ def test_lost_zygote_is_a_grader_error(catalog):
             g.grade(catalog.get("sdpa"), catalog.get("sdpa").solution_path)
     finally:
         g.close()
+
+
+def test_a_worker_gone_before_its_file_is_sent_is_still_a_clear_start_failure(grader, catalog, tmp_path, monkeypatch):
+    """Under load the worker can fail and close its socket before the grader sends it the file to load: that
+    send must not raise (a BrokenPipeError reaching the CLI made it exit 1 without a word); the worker's own
+    reason is read next."""
+    import select
+    import time
+
+    from torchcode.grader.limits import Limits
+
+    spec = catalog.get("sdpa")  # (the shared grader's zygote has tests/ on its path, not tests/fixtures)
+    old, grader.limits = grader.limits, Limits(device="cpu", device_init="fixtures.fake_device:broken")
+    (tmp_path / "w").mkdir()
+    try:
+        worker = grader._spawn(spec, ROOT / "solutions" / "sdpa.py", tmp_path / "w", ["float32"])
+        hangup = select.poll()
+        hangup.register(worker.sock, select.POLLRDHUP)
+        deadline = time.monotonic() + 60
+        while not hangup.poll(100) and time.monotonic() < deadline:
+            pass  # until the worker has said why it cannot start, and closed its end
+        assert hangup.poll(0), "the worker did not close its end"
+        grader._send_load(worker, spec, ROOT / "solutions" / "sdpa.py")  # raised BrokenPipeError
+        with pytest.raises(GraderError, match="simulated error 304"):
+            grader._started(worker)
+    finally:
+        grader.limits = old

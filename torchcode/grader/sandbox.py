@@ -263,7 +263,13 @@ class WorkerProcess:
         self.received = False
 
     def send(self, msg: protocol.Message, header: dict) -> None:
-        msg.send(self.sock, header)
+        """Send a message. A worker that has already closed its end (it could not start, or exited) is not
+        an error here: what it said before, and how it ended, are read next (a BrokenPipeError that escaped
+        to the CLI made click exit 1 without a word)."""
+        try:
+            msg.send(self.sock, header)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
 
     def receive_first(self, seconds: float, budget: protocol.Budget, notes: protocol.Notes):
         """The worker's first message alone, sent before any learner code ran: a "ready" note (into
