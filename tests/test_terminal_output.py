@@ -162,3 +162,19 @@ def test_inert_escapes_every_control_character():
     controls = "".join(chr(c) for c in [*range(0x20), 0x7f, *range(0x80, 0xa0), 0x202e, 0x2066])
     assert all(0x20 <= ord(c) < 0x7f or c in "\n\t" for c in inert(controls))
     assert inert("a\r\nb\tc") == "a\nb\tc" and inert("x\x1b[2Jy") == "x\\x1b[2Jy" and inert("é✓") == "é✓"
+
+
+@pytest.mark.parametrize("json_", [False, True])
+def test_a_lost_grader_connection_is_said_not_a_silent_exit(workdir, torchcode_home, json_):
+    """A BrokenPipeError from a socket to one of torchcode's own processes (the terminal's pipes never raise):
+    click turned it into exit 1 without a word; it is an error that says what happened, exit 2."""
+    shutil.copy(ROOT / "solutions" / "sdpa.py", workdir / "sdpa.py")
+    code = ("import sys\nimport torchcode.commands.check as c\n"
+            "def run(*a, **k):\n    raise BrokenPipeError(32, 'Broken pipe')\n"
+            "c.run = run\nsys.argv = ['torchcode', 'check', 'sdpa'" + (", '--json'" if json_ else "") + "]\n"
+            "from torchcode.cli import main\nmain()\n")
+    p = subprocess.run([sys.executable, "-c", code], cwd=workdir, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
+    assert "lost its connection to a process it started (Broken pipe)" in p.stderr and "Traceback" not in p.stderr
+    if json_:
+        assert json.loads(p.stdout)["exit_code"] == 2

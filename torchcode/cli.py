@@ -307,13 +307,24 @@ def _run():
             return _run_json()
         app()
     except SystemExit as e:
+        if e.code == 1 and isinstance(e.__context__, (BrokenPipeError, ConnectionResetError)):
+            return _lost_contact(e.__context__, as_json)  # click exits 1 on EPIPE, without a word
         return e.code
     except TorchcodeError as e:
         _error(str(e), as_json, e.exit_code)
         return e.exit_code
     except KeyboardInterrupt:
         return 130
+    except (BrokenPipeError, ConnectionResetError) as e:  # --json: click's standalone mode is off
+        return _lost_contact(e, as_json)
     return 0
+
+
+def _lost_contact(e: OSError, as_json: bool) -> int:
+    """The terminal's own pipes never raise (render.terminal); this is a socket to a process torchcode started."""
+    _error(f"torchcode lost its connection to a process it started ({e.strerror or e}). This is a problem with "
+           "torchcode or this machine, not with your code; try again.", as_json, 2)
+    return 2
 
 
 def _run_json():
