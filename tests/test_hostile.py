@@ -137,25 +137,7 @@ class Ahead:
     def _strays(self, before: set[int]) -> dict[int, str]:
         """This check's processes still running once it ended (waited for up to 5 s), killed. (An orphan of the
         other check running would be counted here too: a stray all the same.)"""
-        strays: list[int] = []
-        deadline = time.monotonic() + 5
-        while sys.platform == "linux":
-            strays = []
-            with self.lock:
-                for pid in set(_direct_children()) - before - self.running:
-                    try:
-                        if os.waitpid(pid, os.WNOHANG)[0] == 0:  # not a zombie: still running
-                            strays.append(pid)
-                    except ChildProcessError:
-                        pass
-            if not strays or time.monotonic() > deadline:
-                break
-            time.sleep(0.1)
-        found = {pid: _cmdline(pid) for pid in strays}
-        for pid in strays:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-        return found
+        return kill_strays(before, self.running, self.lock)
 
     def close(self) -> None:
         for f in self.futures.values():
@@ -182,6 +164,30 @@ def _subreaper(on: bool) -> None:
         ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0)
 
 
+def kill_strays(before: set[int], running: set[int] = frozenset(), lock=None) -> dict[int, str]:
+    """Children of this process, not in ``before`` (nor ``running``), still alive after up to 5 s: killed,
+    and returned with their command lines (the subreaper makes orphans ours)."""
+    strays: list[int] = []
+    deadline = time.monotonic() + 5
+    while sys.platform == "linux":
+        strays = []
+        with lock or contextlib.nullcontext():
+            for pid in set(_direct_children()) - before - set(running):
+                try:
+                    if os.waitpid(pid, os.WNOHANG)[0] == 0:  # not a zombie: still running
+                        strays.append(pid)
+                except ChildProcessError:
+                    pass
+        if not strays or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    found = {pid: _cmdline(pid) for pid in strays}
+    for pid in strays:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    return found
+
+
 def _direct_children() -> list[int]:
     me, out = os.getpid(), []
     for d in Path("/proc").iterdir():
@@ -206,23 +212,7 @@ def nothing_left_behind(tmp_path: Path):
         yield {"TMPDIR": str(tmp)}
     finally:
         _subreaper(False)
-    strays: list[int] = []
-    deadline = time.monotonic() + 5
-    while sys.platform == "linux":
-        strays = []
-        for pid in set(_direct_children()) - before:
-            try:
-                if os.waitpid(pid, os.WNOHANG)[0] == 0:  # not a zombie: still running
-                    strays.append(pid)
-            except ChildProcessError:
-                pass
-        if not strays or time.monotonic() > deadline:
-            break
-        time.sleep(0.1)
-    found = {pid: _cmdline(pid) for pid in strays}
-    for pid in strays:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
+    found = kill_strays(before)
     assert not found, f"processes left running: {found}"
     left = sorted(p.name for p in tmp.glob("torchcode-*"))
     assert not left, f"temporary directories left behind: {left}"
