@@ -153,7 +153,12 @@ def _assert_nothing_left(watch: Watch, tmp: Path, code: int, err: str, processes
     assert list(tmp.iterdir()) == []
 
 
-def test_every_save_is_graded_redrawn_and_recorded(cli, workdir, watching, torchcode_home):
+def test_every_save_is_graded_redrawn_and_recorded(cli, workdir, watching, monkeypatch):
+    # the progress store inside the watched folder (as README's demo and a learner working in ~ have it): Landlock
+    # then lets a worker read the learner's file alone, by inode, and a save that renames a new file over the old
+    # one must not reach a worker started ahead for the old file ("Permission denied", graded as a runtime error)
+    torchcode_home = workdir / "home"
+    monkeypatch.setenv("TORCHCODE_HOME", str(torchcode_home))
     start, tmp = watching
     assert cli("start", "sdpa").code == 0
     target = workdir / "sdpa.py"
@@ -176,15 +181,20 @@ def test_every_save_is_graded_redrawn_and_recorded(cli, workdir, watching, torch
     report = w.wait_report(4)
     assert "Accepted" in report and "All hidden cases pass" in report, report
 
+    _save(target, SOLUTION + "\n")  # a new file renamed over the one graded twice in a row
+    report = w.wait_report(5)
+    assert "Accepted" in report and "All hidden cases pass" in report, report
+
     code, err = w.interrupt(group=False)
     _assert_nothing_left(w, tmp, code, err)
     assert "Traceback" not in w.text()
     verdicts = _attempts(torchcode_home)
-    assert [v for v, _ in verdicts] == ["not_implemented", "wrong_answer", "syntax_error", "accepted"]
+    assert [v for v, _ in verdicts] == ["not_implemented", "wrong_answer", "syntax_error", "accepted", "accepted"]
     assert verdicts[1][1] == _sha(WRONG) and verdicts[2][1] == _sha(half) and verdicts[3][1] == _sha(SOLUTION)
     sources = sqlite3.connect(torchcode_home / "progress.sqlite3").execute(
         "SELECT source FROM attempts ORDER BY id").fetchall()
-    assert [bytes(x) for x, in sources[1:]] == [WRONG.encode(), half.encode(), SOLUTION.encode()]  # for `history`
+    assert [bytes(x) for x, in sources[1:]] == [WRONG.encode(), half.encode(), SOLUTION.encode(),
+                                                (SOLUTION + "\n").encode()]  # for `history`
     r = cli("status")
     assert r.code == 0 and "1 solved" in r.out, r.out
 

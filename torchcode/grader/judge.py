@@ -38,6 +38,14 @@ SDPA = "torch.nn.functional.scaled_dot_product_attention"  # where a problem all
 LOAD_REPLY = protocol.Budget(header=1 << 20)  # an import's reply carries no tensors
 
 
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 # -- the public entry points ------------------------------------------------------------------------------
 class Grader:
     """Grades submissions; holds the zygote, so N submissions cost one torch import.
@@ -101,13 +109,16 @@ class Grader:
         self.drop_ahead(cases=False)
         path = Path(path).resolve()
         dts = list(dtypes or default_dtypes(spec, self.limits.device))
+        identity = _identity(path)
+        if identity is None:
+            return
         tmp = Path(tempfile.mkdtemp(prefix="torchcode-"))
         try:
             worker = self._spawn(spec, path, tmp, dts)
         except GraderError:
             shutil.rmtree(tmp, ignore_errors=True)
             return
-        self._spare = ((str(spec.folder), str(path), tuple(dts)), worker, tmp)
+        self._spare = ((str(spec.folder), str(path), tuple(dts), identity), worker, tmp)
 
     def drop_ahead(self, cases: bool = True, workers: bool = True) -> None:
         if cases and self._ahead is not None:
@@ -131,7 +142,10 @@ class Grader:
 
     def _take_spare(self, spec: ProblemSpec, path: Path, dtypes: list[str]):
         spare = self._spare
-        if spare is None or spare[0] != (str(spec.folder), str(path), tuple(dtypes)):
+        # the same file: the same path *and* inode. Where the file's folder holds a protected path (the progress
+        # store in the home folder), Landlock lets the worker read the file alone, by inode: an editor that saves
+        # by renaming a new file over the old one (and the browser workspace) leaves a worker that cannot read it
+        if spare is None or spare[0] != (str(spec.folder), str(path), tuple(dtypes), _identity(path)):
             self.drop_ahead(cases=False)
             return None
         self._spare = None
