@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import importlib
+import importlib.util
 import inspect
 import os
 import resource
@@ -179,6 +180,16 @@ def init_device(device: str, dtypes: list[str], sdpa: bool = False) -> None:
             y = y + F.scaled_dot_product_attention(x, x, x, attn_mask=causal)
         y.sum().backward()
     torch.cuda.synchronize()
+
+
+def _not_utf8(raw: bytes, e: Exception) -> str:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as u:
+        line = raw[:u.start].count(b"\n") + 1
+        return (f"your file is not UTF-8 text (byte 0x{raw[u.start]:02x} on line {line}): save it as UTF-8 "
+                f"(or declare its encoding on line 1, e.g. `# -*- coding: latin-1 -*-`)")
+    return f"your file's encoding cannot be read ({e}): save it as UTF-8"
 
 
 def _confine(config: dict) -> dict:
@@ -383,10 +394,14 @@ class Worker:
         self.path, self.spec, self.forbidden = h["path"], h["entry"], h["forbidden"]
         start = time.perf_counter()
         try:
-            with open(self.path, encoding="utf-8") as f:
-                source = f.read()
-        except (OSError, UnicodeDecodeError) as e:
+            with open(self.path, "rb") as f:
+                raw = f.read()
+        except OSError as e:
             return {"error": {"kind": "runtime", "message": f"cannot read your file: {e}"}}
+        try:  # as Python reads a file: a UTF-8 BOM (Windows editors) or a `# -*- coding: ... -*-` line honoured
+            source = importlib.util.decode_source(raw)
+        except (SyntaxError, UnicodeDecodeError, LookupError) as e:
+            return {"error": {"kind": "syntax", "message": _not_utf8(raw, e)}}
         try:
             code = compile(source, self.path, "exec")
         except SyntaxError as e:
