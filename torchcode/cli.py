@@ -138,6 +138,7 @@ def watch(target: Annotated[Optional[str], typer.Argument(
 def bench(target: Annotated[Optional[str], typer.Argument(
               metavar="[TARGET]", show_default=False, help="A problem id or a file (as for check).")] = None,
           file: Annotated[Optional[str], typer.Argument(metavar="[FILE]", show_default=False, help="The file to benchmark (default: ./PROBLEM.py).")] = None,
+          problem: Annotated[Optional[str], typer.Option("--problem", "-p", help="The problem FILE solves (as for check).")] = None,
           device: Annotated[str, typer.Option(help="auto, cpu or cuda.")] = "auto",
           dtype: Annotated[str, typer.Option(help="float32, bfloat16 or float16.")] = "float32",
           sizes: Annotated[Optional[str], typer.Option(help="Comma-separated sizes (default: the problem's).")] = None,
@@ -153,8 +154,10 @@ def bench(target: Annotated[Optional[str], typer.Argument(
         size_list = [int(x) for x in sizes.split(",")] if sizes else None
     except ValueError:
         raise UsageError(f"--sizes must be comma-separated integers, not {sizes!r}") from None
-    problem = None
     if file is not None:
+        if problem is not None:
+            raise UsageError(f"name the problem once: `torchcode bench {target} {file}` or "
+                             f"`torchcode bench {file} --problem {problem}`")
         target, problem = file, target
     raise typer.Exit(cmd.run(target, problem, Limits(device=device), dtype, size_list, reps, json_, problems_dir))
 

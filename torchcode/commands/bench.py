@@ -15,7 +15,7 @@ from torchcode.render.terminal import inert
 def run(target: str | None, problem: str | None, limits, dtype: str, sizes: list[int] | None, reps: int,
         as_json: bool, problems_dirs: list[Path] | None) -> int:
     cat = catalog(problems_dirs)
-    spec, path = resolve_target(cat, store(), target, problem)
+    spec, path = resolve_target(cat, store(), target, problem, "bench")
     if dtype not in spec.grading.dtypes:
         raise UsageError(f"{spec.id} is not graded in {dtype}; it declares {', '.join(spec.grading.dtypes)}")
     from torchcode.grader.bench import bench_sizes, run_bench

@@ -74,7 +74,8 @@ def problem_or_last(cat: Catalog, st: Store, problem: str | None, command: str) 
     return cat.get(last[0])
 
 
-def resolve_target(cat: Catalog, st: Store, target: str | None, problem: str | None) -> tuple[ProblemSpec, Path]:
+def resolve_target(cat: Catalog, st: Store, target: str | None, problem: str | None,
+                   command: str = "check") -> tuple[ProblemSpec, Path]:
     """``check`` / ``check gqa`` / ``check path.py --problem gqa`` -> (spec, file)."""
     cwd = Path.cwd()
     if target is None:
@@ -87,10 +88,12 @@ def resolve_target(cat: Catalog, st: Store, target: str | None, problem: str | N
                              "or name what to check: `torchcode check PROBLEM` or `torchcode check FILE --problem PROBLEM`.")
         return cat.get(last[0]), Path(last[1])
     as_path = Path(target)
+    if as_path.is_dir():
+        raise UsageError(_a_folder(cat, as_path, target, command))
     looks_like_file = target.endswith(".py") or os.sep in target or as_path.is_file()
     if looks_like_file:
         if not as_path.is_file():
-            raise UsageError(f"no such file: {target}")
+            raise UsageError(f"no such file: {target}{_did_you_mean(as_path)}")
         pid = problem or (None if as_path.stem.isdigit() else cat.find(as_path.stem))  # a list number is no file name
         if pid is None:
             raise UsageError(f"cannot tell which problem {target} solves: add --problem PROBLEM")
@@ -103,6 +106,34 @@ def resolve_target(cat: Catalog, st: Store, target: str | None, problem: str | N
         raise UsageError(f"no file {display_path(path)} to check. Run `torchcode start {spec.id}` first, "
                          f"or `torchcode check FILE --problem {spec.id}`.")
     return spec, path
+
+
+def _a_folder(cat: Catalog, folder: Path, typed: str, command: str) -> str:
+    """What to say when a folder is named where one file is graded: the files in it that `check` can grade."""
+    found = []
+    for f in sorted(folder.glob("*.py")):
+        pid = cat.find(f.stem)
+        if pid is not None:
+            found.append(f"`torchcode {command} {display_path(f)}`")
+    msg = f"{typed} is a folder; name one file in it"
+    if found:
+        shown = ", ".join(found[:4]) + (f" and {len(found) - 4} more" if len(found) > 4 else "")
+        msg += f": {shown}"
+    else:
+        msg += " (it holds no PROBLEM.py file)"
+    return msg + ". To grade a class's folders, use `torchcode grade FOLDER`."
+
+
+def _did_you_mean(path: Path) -> str:
+    import difflib
+
+    folder = path.parent if str(path.parent) else Path(".")
+    try:
+        names = [f.name for f in folder.iterdir() if f.suffix == ".py" and f.is_file()]
+    except OSError:
+        return ""
+    close = difflib.get_close_matches(path.name, names, n=3)
+    return f". Did you mean: {', '.join(str(folder / c) if str(path.parent) != '.' else c for c in close)}?" if close else ""
 
 
 def wanted_dtypes(spec, asked: list[str] | None) -> list[str] | None:

@@ -44,7 +44,7 @@ def run(target: str | None, problem: str | None, seed: int | None, limits, probl
         raise UsageError(f"--seed must be a whole number from {SEED_MIN} to {SEED_MAX}, not {seed}")
     cat = catalog(problems_dirs)
     st = store()
-    spec, path = resolve_target(cat, st, target, problem)
+    spec, path = resolve_target(cat, st, target, problem, "watch")
     wanted = wanted_dtypes(spec, dtypes)
     con = console()
     err = err_console()

@@ -1,0 +1,59 @@
+"""Where a new learner or instructor tripped, walking through every feature from README.md and --help alone.
+
+Each test runs the real `torchcode` command (the `cli` fixture) on what such a user typed or saved.
+"""
+
+from __future__ import annotations
+
+from conftest import ROOT, at_once
+
+SOLUTION = (ROOT / "solutions" / "sdpa.py").read_text()
+
+
+def test_files_saved_by_other_editors_are_read_as_python_reads_them(cli, workdir):
+    """A UTF-8 BOM with CRLF line ends and tabs (Windows editors) is valid Python: it was a syntax error. A file in
+    another encoding is read as its `coding:` line says; without one it is a syntax error that says what to do
+    (it was a runtime error quoting a codec)."""
+    (workdir / "windows.py").write_bytes(b"\xef\xbb\xbf" + SOLUTION.replace("    ", "\t").replace("\n", "\r\n").encode())
+    latin = "# -*- coding: latin-1 -*-\n# r\xe9f\xe9rence\n" + SOLUTION
+    (workdir / "declared.py").write_bytes(latin.encode("latin-1"))
+    (workdir / "latin.py").write_bytes(latin.split("\n", 1)[1].encode("latin-1"))
+    windows, declared, undeclared = at_once(
+        *[lambda f=f: cli("check", f, "--problem", "sdpa", "--device", "cpu") for f in
+          ("windows.py", "declared.py", "latin.py")])
+    assert windows.code == 0 and "Accepted" in windows.out, windows.text
+    assert declared.code == 0 and "Accepted" in declared.out, declared.text
+    assert undeclared.code == 1 and "Syntax error" in undeclared.out, undeclared.text
+    said = " ".join(undeclared.out.split())
+    assert "not UTF-8 text (byte 0xe9 on line 1): save it as UTF-8" in said, said
+    assert "codec" not in said and "Traceback" not in undeclared.text
+
+
+def test_a_folder_or_a_mistyped_file_says_what_to_type(cli, workdir):
+    """`check FOLDER` said "no problem named 'FOLDER'"; a mistyped file name got no suggestion; `bench FILE` asked
+    for a --problem option bench did not have."""
+    (workdir / "class").mkdir()
+    (workdir / "class" / "sdpa.py").write_text(SOLUTION)
+    (workdir / "class" / "notes.py").write_text("")
+    (workdir / "sdpa.py").write_text(SOLUTION)
+    (workdir / "mine.py").write_text(SOLUTION)
+    folder, typo, bench_folder, bench_file, bench_both, bench_p, watch_empty = at_once(
+        lambda: cli("check", "class"),
+        lambda: cli("check", "spda.py"),
+        lambda: cli("bench", "class/"),
+        lambda: cli("bench", "mine.py"),
+        lambda: cli("bench", "sdpa", "mine.py", "--problem", "sdpa"),
+        lambda: cli("bench", "nosuch.py", "-p", "sdpa"),
+        lambda: cli("watch", "."),
+    )
+    for r in (folder, typo, bench_folder, bench_file, bench_both, bench_p):
+        assert r.code == 2 and r.out == "" and "Traceback" not in r.err, r.text
+    assert "class is a folder; name one file in it: `torchcode check class/sdpa.py`. " in folder.err, folder.err
+    assert "torchcode grade FOLDER" in folder.err and "notes.py" not in folder.err
+    assert "no such file: spda.py. Did you mean: sdpa.py?" in typo.err, typo.err
+    assert "`torchcode bench class/sdpa.py`" in bench_folder.err, bench_folder.err
+    assert "cannot tell which problem mine.py solves: add --problem PROBLEM" in bench_file.err, bench_file.err
+    assert "name the problem once" in bench_both.err, bench_both.err
+    assert "no such file: nosuch.py" in bench_p.err, bench_p.err  # --problem is an option of bench
+    assert watch_empty.code == 2 and "in it: `torchcode watch sdpa.py`. " in watch_empty.err, \
+        watch_empty.text
