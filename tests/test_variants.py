@@ -22,11 +22,13 @@ def test_every_problem_has_variants():
 def test_variant_gets_intended_verdict(grader, pid, path):
     """In every declared dtype, as a GPU grades (the CPU's default is float32 alone), on a new seed each run."""
     spec = CATALOG.get(pid)
-    report = grader.grade(spec, path, dtypes=list(spec.grading.dtypes))
+    report = grader.grade(spec, path, dtypes=list(spec.grading.dtypes), gpu_dry_run=True)
     assert report.dtypes == list(spec.grading.dtypes)
     assert report.verdict.value == expected_verdict(path), (report.message, report.seed)
     if not report.passed:
         assert report.message, "a rejection must say what is wrong"
+    else:  # a correct alternative runs on a GPU too (GPU.md: keys_outer_loop made a tensor on the CPU there)
+        assert not report.advice, report.advice
 
 
 @pytest.mark.parametrize("pid", [s.id for s in CATALOG.ordered()])
@@ -34,8 +36,9 @@ def test_reference_accepted_on_several_seeds(grader, pid):
     spec = CATALOG.get(pid)
     for seed in (0, 1, 12345):
         dtypes = list(spec.grading.dtypes) if seed == 0 else ["float32"]  # every dtype once, as a GPU grades
-        report = grader.grade(spec, spec.solution_path, seed=seed, dtypes=dtypes)
+        report = grader.grade(spec, spec.solution_path, seed=seed, dtypes=dtypes, gpu_dry_run=seed == 0)
         assert report.passed, (seed, report.message)
+        assert not report.advice, report.advice
 
 
 @pytest.mark.parametrize("pid", [s.id for s in CATALOG.ordered()])

@@ -109,13 +109,16 @@ def check(target: Annotated[Optional[str], typer.Argument(
           dtype: Annotated[Optional[list[str]], typer.Option(
               help="Grade in this dtype (repeatable; 'all' = every dtype the problem declares). "
                    "Default: float32 on CPU, all declared dtypes on CUDA.")] = None,
+          gpu_dry_run: Annotated[bool, typer.Option(
+              "--gpu-dry-run", help="On the CPU: if accepted, also say whether your code would run on a GPU "
+                                    "(a dry run without data; a few seconds more).")] = False,
           problems_dir: PacksOpt = None):
     """Grade your solution on hidden cases. Exit code: 0 accepted, 1 rejected, 2 could not run."""
     from torchcode.commands import check as cmd
     from torchcode.grader.limits import Limits
 
     limits = Limits(time_limit=time_limit, total_limit=total_time_limit, memory_mb=memory_limit, device=device)
-    raise typer.Exit(cmd.run(target, problem, seed, json_, limits, problems_dir, dtype))
+    raise typer.Exit(cmd.run(target, problem, seed, json_, limits, problems_dir, dtype, gpu_dry_run))
 
 
 @app.command()

@@ -151,12 +151,16 @@ def _validate(v: ProblemValidation, spec: ProblemSpec, grader, seeds: tuple[int,
     # 4. the reference passes on several seeds; cases are deterministic given a seed
     ref_reports = []
     for seed in seeds:
-        r = grader.grade(spec, spec.solution_path, seed=seed)
+        r = grader.grade(spec, spec.solution_path, seed=seed, gpu_dry_run=seed == seeds[0])
         ref_reports.append(r)
         if not v.add("reference", r.passed, f"reference on seed {seed}: {r.verdict.value}"
                      + ("" if r.passed else f" in case {r.explained.name if r.explained else '?'}: {r.message[:200]}"),
                      spec.solution_path, "" if r.passed else "fix the reference or the case that it fails"):
             break
+    gpu = next((a for r in ref_reports for a in r.advice), "")  # accepted on the CPU; a dry run for a GPU said this
+    v.add("reference", not gpu, "the reference would also run on a GPU (a dry run on the meta device)" if not gpu
+          else f"the reference would fail on a GPU: {gpu}", spec.solution_path,
+          "" if not gpu else "make every tensor on the inputs' device")
     same = all(_case_bytes(problem, d, seeds[0]) == _case_bytes(problem, d, seeds[0]) for d in problem.cases)
     v.add("reference", same, "cases are deterministic for a given seed" if same else
           "a case builds different inputs from the same seed", spec.cases_path,
@@ -184,12 +188,21 @@ def _validate(v: ProblemValidation, spec: ProblemSpec, grader, seeds: tuple[int,
         else:
             v.add("variants", True, f"{path.name} rejected: {r.verdict.value}", path)
     for path in right:
-        rejected = next((r for r in (grader.grade(spec, path, seed=s) for s in seeds) if not r.passed), None)
+        rejected, gpu = None, ""
+        for seed in seeds:
+            r = grader.grade(spec, path, seed=seed, gpu_dry_run=seed == seeds[0])
+            gpu = gpu or next(iter(r.advice), "")
+            if not r.passed:
+                rejected = r
+                break
         v.add("variants", rejected is None, f"{path.name} accepted on {len(seeds)} seeds" if rejected is None
               else f"{path.name} was rejected: {_why(rejected)}",
               path, "" if rejected is None else "a correct alternative fails: loosen a case that is too strict, "
               f"or fix the alternative (reproduce: `torchcode check {path} --problem {spec.id} --seed {rejected.seed}`"
               " with --problems-dir for a pack)")
+        if gpu:
+            v.add("variants", False, f"{path.name} would fail on a GPU: {gpu}", path,
+                  "a correct alternative must run on any device: make every tensor on the inputs' device")
 
     # benchmark: declared sizes need a builder that runs on the reference
     if any(spec.bench_sizes.values()):

@@ -28,7 +28,7 @@ INTERRUPTED = "interrupted: the check was stopped and nothing was recorded"
 
 
 def run(target: str | None, problem: str | None, seed: int | None, as_json: bool, limits,
-        problems_dirs: list[Path] | None, dtypes: list[str] | None = None) -> int:
+        problems_dirs: list[Path] | None, dtypes: list[str] | None = None, gpu_dry_run: bool = False) -> int:
     interrupts.message = INTERRUPTED
     if seed is not None and not SEED_MIN <= seed <= SEED_MAX:
         raise UsageError(f"--seed must be a whole number from {SEED_MIN} to {SEED_MAX} "
@@ -46,7 +46,7 @@ def run(target: str | None, problem: str | None, seed: int | None, as_json: bool
         with _private_tempdir(), Grader(limits) as grader:  # forks the zygote before anything touches CUDA
             line.start()
             limits.device = resolve_device(limits.device)
-            report = grader.grade(spec, path, seed=seed, dtypes=wanted, on_event=line.event)
+            report = grader.grade(spec, path, seed=seed, dtypes=wanted, on_event=line.event, gpu_dry_run=gpu_dry_run)
     shown = json.dumps(report.to_dict(), indent=2) + "\n" if as_json else _rendered(report, path, spec)
     notes = []
     with interrupts.deferred():  # recording is never cut in half; a Ctrl-C before its commit cancels it

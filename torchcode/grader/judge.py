@@ -24,7 +24,7 @@ import torch
 from torchcode.catalog.spec import ProblemSpec
 from torchcode.errors import GraderError, UsageError
 from torchcode.grader import cases as caseapi
-from torchcode.grader import execute, protocol
+from torchcode.grader import execute, portable, protocol
 from torchcode.grader.limits import Limits
 from torchcode.grader.problem import Problem
 from torchcode.grader.result import CaseResult, Report, Verdict, overall
@@ -36,6 +36,7 @@ __all__ = ["Grader", "Limits", "Problem", "grade_file", "resolve_device", "defau
 OUTPUT_SHOWN = 4000
 SDPA = "torch.nn.functional.scaled_dot_product_attention"  # where a problem allows it, the worker warms it up
 LOAD_REPLY = protocol.Budget(header=1 << 20)  # an import's reply carries no tensors
+DRY_RUN_SECONDS = 1.5  # at most this long for the GPU-portability dry runs of code accepted on the CPU
 
 
 def _identity(path: Path) -> tuple[int, int] | None:
@@ -232,10 +233,14 @@ class Grader:
                 worker.finish()
 
     def grade(self, spec: ProblemSpec, path: Path | str, *, seed: int | None = None,
-              only: list[str] | None = None, dtypes: list[str] | None = None, on_event=None) -> Report:
+              only: list[str] | None = None, dtypes: list[str] | None = None, on_event=None,
+              gpu_dry_run: bool = False) -> Report:
         """Grade one file. ``on_event(dict)``, if given, hears the progress: ``started`` (the cases, in
         the order they are reported), then ``case`` before and ``case_done`` after each run of a case
-        (``replay``: the run with new values of the same shapes)."""
+        (``replay``: the run with new values of the same shapes).
+
+        ``gpu_dry_run``: code accepted on the CPU runs its cases once more on the meta device; what would
+        fail on a GPU goes into ``report.advice`` (torchcode.grader.portable). The first costs seconds."""
         path = Path(path).resolve()
         if not path.is_file():
             raise UsageError(f"no such file: {path}")
@@ -255,13 +260,16 @@ class Grader:
                         limits={"time_per_case_s": per_case, "total_s": lim.total_limit, "load_s": lim.load_limit,
                                 "memory_mb": lim.memory_mb, "output_bytes": lim.output_bytes, "processes": 0},
                         device=lim.device, dtypes=dtypes)
+        dry = gpu_dry_run and lim.device == "cpu"
+        if dry:
+            self.zygote.warm_meta()
         spare = self._take_spare(spec, path, dtypes)
         worker, tmp = spare if spare else (None, Path(tempfile.mkdtemp(prefix="torchcode-")))
         try:
             worker = worker or self._spawn(spec, path, tmp, dtypes)
             with threads(lim.threads):
                 self._run(worker, spec, path, seed, per_case, report, only, dtypes, on_event or (lambda event: None),
-                          ahead)
+                          ahead, dry)
         finally:
             if ahead is not None:
                 ahead.stop = True
@@ -278,7 +286,7 @@ class Grader:
         return report
 
     def _run(self, worker: WorkerProcess, spec, path, seed, per_case, report: Report, only, dtypes, tell,
-             ahead: "_Ahead | None" = None) -> None:
+             ahead: "_Ahead | None" = None, dry: bool = False) -> None:
         lim = self.limits
         problem = self.problem(spec)
 
@@ -364,6 +372,36 @@ class Grader:
         report.verdict = overall(report.cases)
         explained = report.explained
         report.message = explained.message if explained and not report.passed else ""
+        if dry and report.passed and not dead:
+            report.advice = self._dry_run(worker, path, [preps[k] for k in order if k in preps])
+
+    def _dry_run(self, worker: WorkerProcess, path: Path, preps: list) -> list[str]:
+        """Code accepted on the CPU, run once more on the meta device: would it also run on a GPU?
+        (torchcode.grader.portable). Advice only: it never changes the verdict."""
+        try:
+            source = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return []
+        deadline = time.monotonic() + DRY_RUN_SECONDS
+        seen: set[str] = set()
+        for prep in sorted(preps, key=lambda p: p.message.nbytes):  # small cases first: a dry run's cost is in
+            # the number of operations (Python meta kernels), which long sequences in blocks multiply
+            if prep.case.name in seen or prep.header.get("dtype") != "float32":
+                continue
+            seen.add(prep.case.name)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            try:
+                worker.send(prep.message, dict(prep.header, op="portable"))
+                reply, _ = worker.receive(left, LOAD_REPLY, protocol.Notes())
+            except (protocol.Timeout, protocol.ProtocolError, protocol.PeerClosed, OSError):
+                worker.kill()
+                return []
+            said = portable.advice(reply, source, prep.params[0] if prep.params else "x")
+            if said:
+                return [said]
+        return []
 
     def _exchange(self, worker: WorkerProcess, problem: Problem, prep, per_case: float, clock: list, again):
         """Run one prepared case on the worker: its result, and why the worker is gone (or None).

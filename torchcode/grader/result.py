@@ -87,6 +87,7 @@ class Report:
     limits: dict = field(default_factory=dict)
     device: str = "cpu"
     dtypes: list[str] = field(default_factory=lambda: ["float32"])
+    advice: list[str] = field(default_factory=list)  # for accepted code: what would still break elsewhere (a GPU)
 
     @property
     def passed(self) -> bool:

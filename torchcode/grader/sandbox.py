@@ -132,6 +132,11 @@ def _zygote_loop(sock: socket.socket) -> None:
                 if pid is not None:
                     children[pid] = str(req["config"].get("tmp") or "")
                     _send_json(sock, {"pid": pid})
+            elif req.get("op") == "warm_meta":  # workers forked from now on start with the meta kernels loaded
+                from torchcode.grader import portable
+
+                portable.warm()
+                _send_json(sock, {"ok": True})
             elif req.get("op") == "wait":
                 pid = int(req["pid"])
                 info = _wait(pid, float(req.get("grace", 1.0))) if pid in children else ExitInfo(None, None, 0, 0)
@@ -205,6 +210,18 @@ class Zygote:
             mine.close()
             raise
         return WorkerProcess(self, int(reply["pid"]), mine)
+
+    def warm_meta(self) -> None:
+        """Load the meta device's kernels here once (seconds: sympy, torch._refs, dynamo's wrappers), so
+        that the dry runs of every worker forked afterwards do not each pay for it. Best effort."""
+        if getattr(self, "meta_warm", False) or self.sock is None:
+            return
+        try:
+            _send_json(self.sock, {"op": "warm_meta"})
+            _recv_json(self.sock)
+            self.meta_warm = True
+        except (OSError, EOFError, protocol.PeerClosed, protocol.ProtocolError, ValueError):
+            pass
 
     def reap(self, pid: int, grace: float) -> ExitInfo:
         try:

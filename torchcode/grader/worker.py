@@ -23,7 +23,7 @@ import types
 
 import torch
 
-from torchcode.grader import execute, guards
+from torchcode.grader import execute, guards, portable
 from torchcode.grader import protocol
 from torchcode.grader.protocol import Message, decode, receive
 
@@ -382,6 +382,8 @@ class Worker:
             elif op == "case":
                 msg = Message()
                 body = self.case(header, tensors, msg)
+            elif op == "portable":
+                msg, body = Message(), self.portable(header, tensors)
             elif op in ("bench_setup", "bench_call", "bench_echo"):
                 msg = Message()
                 body = getattr(self, op)(header, tensors, msg)
@@ -526,6 +528,16 @@ class Worker:
             "work": ex.work,
             **self._memory(guard),
         }
+
+    def portable(self, h: dict, tensors: list) -> dict:
+        """A case once more with everything on the meta device: would the code run on a GPU?"""
+        prog = self._program(h, tensors)
+        prog.calling = self._calling()
+        try:
+            return portable.dry_run(self.entry, self.spec["kind"] == "module", prog, self.path,
+                                    guards.Guard(self.forbidden))
+        except BaseException:  # noqa: BLE001 - nothing to say, never a dead worker
+            return {"kind": "unknown"}
 
     # -- benchmarking: the trusted side times each exchange from outside and checks every output ------
     def bench_setup(self, h: dict, tensors: list, msg: Message) -> dict:

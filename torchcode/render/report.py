@@ -37,6 +37,8 @@ def report(con: Console, r: Report, *, display_file: str, pack: str | None = Non
                 _hanging(con, Text(" " * (case_w + 5)), inert(_one_line(c)), "")
     if r.passed:
         con.print("[green]All hidden cases pass: outputs and gradients match the reference.[/green]")
+        for said in r.advice:
+            _hanging(con, Text(f"{g['warn']} ", style="yellow"), inert(said), "yellow")
         return
     bad = r.explained
     body = Text()

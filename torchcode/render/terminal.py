@@ -22,8 +22,8 @@ import os
 import re
 import sys
 
-UNICODE = {"pass": "✓", "fail": "✗", "skip": "·", "more": "…"}
-ASCII = {"pass": "+", "fail": "x", "skip": "-", "more": "..."}
+UNICODE = {"pass": "✓", "fail": "✗", "skip": "·", "more": "…", "warn": "!"}
+ASCII = {"pass": "+", "fail": "x", "skip": "-", "more": "...", "warn": "!"}
 
 # Characters rich draws on its own (markdown bullets and rules, ellipses), one ASCII cell each,
 # used by the streams' error handler; anything else unencodable is written as \uXXXX.

@@ -1,0 +1,118 @@
+"""Would code that passes on the CPU also run on a GPU? A dry run on the ``meta`` device says.
+
+A learner on a laptop writes ``torch.ones(S, S).tril()``: on the CPU every tensor is on the CPU and
+the check passes; on a GPU the inputs are CUDA tensors and that mask is not, so the first operation
+mixing them fails. The ``meta`` device behaves like a GPU here (only 0-dim CPU tensors may meet its
+tensors) but holds no data and does no arithmetic, so the case program runs once more, on the worker,
+with every input and weight on ``meta``, at almost no cost. Tensors the code makes on the CPU are
+recorded with the line of the learner's file that made them.
+
+Worker side: ``dry_run``. Trusted side: ``advice``, which turns the worker's report (line numbers and
+a kind, nothing else is used) into a sentence; it never changes a verdict, so a forged report can at
+most add or hide that sentence.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from torchcode.grader import execute
+
+MAX_LINES = 8
+
+
+class _CpuMade(TorchFunctionMode):
+    """Records the learner's line for each tensor with a dim that an operation makes on the CPU."""
+
+    def __init__(self, path: str, stage: execute.Stage):
+        super().__init__()
+        self.path, self.stage, self.lines = path, stage, []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if (isinstance(out, torch.Tensor) and out.device.type == "cpu" and out.dim() > 0 and len(self.lines) < MAX_LINES
+                and not self.stage.name.startswith("in __init__")):  # weights made in __init__ move with .to()
+            line = _learner_line(self.path)
+            if line and line not in self.lines:
+                self.lines.append(line)
+        return out
+
+
+def _learner_line(path: str) -> int:
+    f = sys._getframe(2)
+    while f is not None:
+        if f.f_code.co_filename == path:
+            return f.f_lineno
+        f = f.f_back
+    return 0
+
+
+def warm() -> None:
+    """Import what meta tensors need (torch._meta_registrations, torch._refs, dynamo's disable wrapper):
+    seconds, paid once in the zygote. No thread is started and nothing is computed."""
+    a = torch.ones(2, 3, 3, device="meta", requires_grad=True)
+    mask = torch.ones(3, 3, dtype=torch.bool, device="meta")
+    torch.where(mask, a.masked_fill(mask, 0.0), 0.0).softmax(-1).sum().backward()
+
+
+def is_device_error(e: BaseException) -> bool:
+    text = str(e)
+    return (isinstance(e, (RuntimeError, NotImplementedError, ValueError))
+            and ("device" in text or "Cannot copy out of meta tensor" in text) and "meta" in text)
+
+
+def dry_run(entry, is_module: bool, prog: execute.Program, path: str, guard) -> dict:
+    """Run ``prog`` with everything on ``meta``: {"kind": "clean" | "device" | "unknown", "made": [lines],
+    "line": the learner's line where it failed}. "unknown": the code needs values (``.item()``, ``if
+    x.any()``) or failed otherwise; nothing can be said then."""
+    stage = execute.Stage()
+    made = _CpuMade(path, stage)
+    try:
+        with made:
+            ex = execute.run(entry, is_module, prog, stage, guard_factory=lambda: guard, device="meta")
+    except BaseException as e:  # noqa: BLE001 - the learner's code, on a device it never expected
+        if not is_device_error(e):
+            return {"kind": "unknown"}
+        tb = e.__traceback__
+        line = 0
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename == path:
+                line = tb.tb_lineno
+            tb = tb.tb_next
+        return {"kind": "device", "made": made.lines, "line": line}
+    for out in ex.outputs:
+        for leaf in execute.flatten(out).values():
+            if isinstance(leaf, torch.Tensor) and leaf.device.type != "meta":
+                return {"kind": "output", "made": made.lines, "line": 0}
+    return {"kind": "clean"}
+
+
+def advice(reply: dict, source: str, first_param: str) -> str:
+    """The sentence for a dry run's report ("" when there is nothing to say). Only ints and a kind are
+    taken from the reply; the code shown is read from the learner's own file here."""
+    kind = reply.get("kind") if isinstance(reply, dict) else None
+    if kind not in ("device", "output"):
+        return ""
+    lines = source.splitlines()
+
+    def shown(n) -> str:
+        if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= len(lines):
+            return ""
+        code = lines[n - 1].split("  #")[0].strip()
+        return f"line {n} (`{code[:80]}{'...' if len(code) > 80 else ''}`)"
+
+    numbers = reply.get("made") if isinstance(reply.get("made"), list) else []
+    made = [s for s in map(shown, numbers[:MAX_LINES]) if s]
+    failed = shown(reply.get("line"))
+    fix = (f"Make such tensors where the inputs are: pass `device={first_param}.device` to torch.ones/zeros/arange/"
+           f"full/tensor (or use `torch.ones_like`, `{first_param}.new_ones(...)`).")
+    head = "Passes on the CPU, but would fail on a GPU, where the inputs are CUDA tensors: "
+    if kind == "output":
+        return head + "a tensor it returns is made on the CPU" + (f" ({made[0]})" if made else "") + ". " + fix
+    if made:
+        where = f"; it fails at {failed}" if failed and not failed.startswith(made[0].split(" (")[0] + " ") else ""
+        return head + f"{made[0]} makes a tensor on the CPU{where}. " + fix
+    return head + (f"{failed} uses a tensor that is on the CPU. " if failed else "it uses a tensor made on the CPU. ") + fix
