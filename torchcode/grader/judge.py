@@ -24,7 +24,7 @@ import torch
 from torchcode.catalog.spec import ProblemSpec
 from torchcode.errors import GraderError, UsageError
 from torchcode.grader import cases as caseapi
-from torchcode.grader import execute, portable, protocol
+from torchcode.grader import defaults, execute, portable, protocol
 from torchcode.grader.limits import Limits
 from torchcode.grader.problem import Problem
 from torchcode.grader.result import CaseResult, Report, Verdict, overall
@@ -326,6 +326,13 @@ class Grader:
             report.load_seconds = float(number(reply.get("seconds", 0.0), "time"))
         except protocol.ProtocolError as e:
             return not_run(Verdict.CRASHED, malformed(e))
+        try:
+            wrong_default = defaults.problem(path.read_text(encoding="utf-8", errors="replace"), spec.entry,
+                                             problem.reference)
+        except OSError:
+            wrong_default = None
+        if wrong_default:
+            return not_run(Verdict.BAD_INTERFACE, wrong_default)
         clock = [0.0]  # seconds the worker spent on cases: the whole-check limit charges nothing else
         results: dict[int, CaseResult] = {}
         preps: dict = {}

@@ -1,0 +1,63 @@
+"""Keyword defaults are part of the contract (torchcode.grader.defaults): `eps=1e-5` for `eps=1e-6` is a
+wrong interface, said before any case runs; equal values written differently, None and expressions pass."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import ROOT
+
+LINEAR = "def linear_attention(Q, K, V{rest}):\n    return V\n"
+
+
+@pytest.fixture(scope="module")
+def problems():
+    from torchcode.catalog import load_catalog
+    from torchcode.grader.problem import Problem
+
+    cat = load_catalog()
+    return {pid: Problem(cat.get(pid)) for pid in ("linear_attention", "rope", "flash_attention", "minimind_attention")}
+
+
+def said(problems, pid: str, source: str):
+    from torchcode.grader import defaults
+
+    p = problems[pid]
+    return defaults.problem(source, p.spec.entry, p.reference)
+
+
+@pytest.mark.parametrize("rest", [", eps=1e-6", ", eps=0.000001", ", eps: float = 1e-06", ", eps=None",
+                                  ", eps=1 / 10**6", ", eps=EPS", ", *, eps=1e-6", ", eps=1e-6, **kw", ""])
+def test_the_contracts_default_written_any_way_passes(problems, rest):
+    assert said(problems, "linear_attention", LINEAR.format(rest=rest)) is None
+
+
+@pytest.mark.parametrize("rest,shown", [(", eps=1e-5", "1e-05"), (", eps=0", "0"), (", *, eps=1e-8", "1e-08"),
+                                        (", eps=True", "True")])
+def test_another_literal_default_is_named_with_the_fix(problems, rest, shown):
+    msg = said(problems, "linear_attention", LINEAR.format(rest=rest))
+    assert msg and f"the default {shown}" in msg and "Use `eps=1e-06`" in msg, msg
+
+
+def test_other_problems_and_module_methods(problems):
+    assert said(problems, "rope", "def apply_rope(q, k, base=10000):\n    return q, k\n") is None  # int == float
+    assert "base=10000.0" in said(problems, "rope", "def apply_rope(q, k, base=500000.0):\n    return q, k\n")
+    assert "block_size=32" in said(problems, "flash_attention", "def flash_attention(Q, K, V, block_size=64):\n  pass\n")
+    layer = ("import torch\nclass Attention(torch.nn.Module):\n    def __init__(self, config):\n        super().__init__()\n"
+             "    def forward(self, x, position_embeddings, past_key_value=None, use_cache={uc}, attention_mask=None):\n"
+             "        pass\n")
+    assert said(problems, "minimind_attention", layer.format(uc="False")) is None
+    msg = said(problems, "minimind_attention", layer.format(uc="True"))
+    assert msg and "`Attention.forward` gives `use_cache` the default True" in msg, msg
+    # the last definition is the one Python keeps; one that is not a plain def is not read
+    twice = LINEAR.format(rest=", eps=1e-5") + LINEAR.format(rest=", eps=1e-6")
+    assert said(problems, "linear_attention", twice) is None
+    assert said(problems, "linear_attention", "linear_attention = lambda Q, K, V, eps=1e-5: V\n") is None
+
+
+def test_check_says_it_before_running_a_case(cli, workdir):
+    src = (ROOT / "problems" / "linear_attention" / "wrong" / "eps_default_from_layernorm.py").read_text()
+    (workdir / "linear_attention.py").write_text(src)
+    r = cli("check", "linear_attention.py", "--device", "cpu")
+    assert r.code == 1, r.text
+    assert "Wrong interface" in r.out and "Use `eps=1e-06`" in r.out, r.out
