@@ -53,6 +53,10 @@ def test_other_problems_and_module_methods(problems):
     twice = LINEAR.format(rest=", eps=1e-5") + LINEAR.format(rest=", eps=1e-6")
     assert said(problems, "linear_attention", twice) is None
     assert said(problems, "linear_attention", "linear_attention = lambda Q, K, V, eps=1e-5: V\n") is None
+    # bytes as Python reads them: a BOM, a coding line
+    assert "eps=1e-06" in said(problems, "linear_attention", b"\xef\xbb\xbf" + LINEAR.format(rest=", eps=1e-5").encode())
+    latin = "# -*- coding: latin-1 -*-\n# \xe9\n" + LINEAR.format(rest=", eps=1e-5")
+    assert "eps=1e-06" in said(problems, "linear_attention", latin.encode("latin-1"))
 
 
 def test_check_says_it_before_running_a_case(cli, workdir):

@@ -14,9 +14,10 @@ import inspect
 import math
 
 
-def problem(source: str, entry, reference) -> str | None:
-    """What is wrong with the learner's defaults, in a sentence, or None. ``entry``: the spec's entry
-    (name, kind, params, init); ``reference``: the reference function or class."""
+def problem(source: str | bytes, entry, reference) -> str | None:
+    """What is wrong with the learner's defaults, in a sentence, or None. ``source``: the file's bytes
+    (read as Python reads them: a BOM, a coding line) or text; ``entry``: the spec's entry (name, kind,
+    params, init); ``reference``: the reference function or class."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):

@@ -327,8 +327,7 @@ class Grader:
         except protocol.ProtocolError as e:
             return not_run(Verdict.CRASHED, malformed(e))
         try:
-            wrong_default = defaults.problem(path.read_text(encoding="utf-8", errors="replace"), spec.entry,
-                                             problem.reference)
+            wrong_default = defaults.problem(path.read_bytes(), spec.entry, problem.reference)
         except OSError:
             wrong_default = None
         if wrong_default:
