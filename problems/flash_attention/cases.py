@@ -72,7 +72,9 @@ def block_of_one(rng):
 
 @case(targets="a single token")
 def single_token(rng):
-    return flash(rng, 2, 1, 8, block_size=4)
+    # forward only: with one key the gradient of Q and K is exactly 0, and a correct kernel that treats the running
+    # max as a constant (no gradient through it) leaves a bfloat16 rounding unit of noise there
+    return tiled([rng.randn(2, 1, 8) for _ in range(3)], block_size=4, grad=False)
 
 
 @case(targets="block_size >= S: a single tile")

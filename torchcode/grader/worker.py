@@ -658,6 +658,12 @@ class Worker:
                     "memory is not laid out in order. Your inputs may be non-contiguous (a transposed tensor, a slice of a "
                     "larger one: callers pass such tensors). Use .reshape(...) instead of .view(...), or call "
                     ".contiguous() first.", "stage": stage, "traceback": tb}
+        if isinstance(e, RuntimeError) and any(s in str(e) for s in (
+                "Tensor must have a last dimension with stride 1", "Tensor must have a stride divisible by 2")):
+            return {"kind": "runtime", "message": f"RuntimeError {stage}: {str(e)[:120]}. torch.view_as_complex needs "
+                    "each pair's two numbers side by side in memory. Your inputs may be non-contiguous (a transposed "
+                    "tensor, a slice of a larger one: callers pass such tensors): call .contiguous() before viewing "
+                    "them as complex numbers.", "stage": stage, "traceback": tb}
         if isinstance(e, SystemExit):
             msg = f"your code called sys.exit({e.code!r}) {stage}"
         elif isinstance(e, KeyboardInterrupt):
