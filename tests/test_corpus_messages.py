@@ -44,3 +44,14 @@ def test_numerics_bugs_are_caught_in_float32_alone(grader, catalog, pid, name, c
     bad = {c.name: c.message for c in report.cases if not c.passed}
     assert report.verdict.value == "wrong_answer" and case in bad, report.message
     assert "NaN/inf come from exp()" in bad[case]
+
+
+@pytest.mark.parametrize("pid,name,words", [
+    ("rope", "view_as_complex_of_input", "call .contiguous() before viewing them as complex numbers"),
+    ("repeat_kv", "output_in_default_dtype", "keep the inputs' dtype"),
+    ("causal_attention", "softmax_on_data", "no gradient of Q"),
+])
+def test_round_three_rejections_say_what_to_fix(grader, catalog, pid, name, words):
+    """A view_as_complex on a transposed input, a float32 buffer for half-precision inputs, a softmax of .data."""
+    report = grade_all_dtypes(grader, catalog, pid, name)
+    assert report.verdict.value != "accepted" and words in report.message, report.message
