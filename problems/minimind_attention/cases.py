@@ -12,8 +12,10 @@ CACHE_FULL = ("the returned past_kv differs from the keys/values of one full for
 
 
 def config(hidden=64, heads=8, kv=2, flash=False, dropout=0.0):
+    # the contract's fields, plus two that MiniMindConfig also has and layers read (head_dim is the contract's
+    # hidden_size // num_attention_heads): a layer copied from MiniMind builds, and is judged on what it computes
     return Config(hidden_size=hidden, num_attention_heads=heads, num_key_value_heads=kv, dropout=dropout,
-                  flash_attn=flash)
+                  flash_attn=flash, head_dim=hidden // heads, rms_norm_eps=1e-6)
 
 
 def rope_tables(S, head_dim, theta=10000.0, dtype=torch.float32):

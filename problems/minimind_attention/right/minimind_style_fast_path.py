@@ -1,7 +1,8 @@
 # expect: accepted
 # alternative: the shape of MiniMind's own layer (its revision c090b69), written afresh: `args`, a repeat_kv
 # helper, the fused kernel with is_causal=True only for a prefill without cache or padding, otherwise
-# scores with a causal -inf band over the newest columns and an additive -1e9 padding bias
+# scores with a causal -inf band over the newest columns and an additive -1e9 padding bias; head_dim read from the
+# config as MiniMind's current layer does
 import math
 
 import torch
@@ -27,7 +28,7 @@ class Attention(nn.Module):
         self.num_key_value_heads = args.num_key_value_heads or args.num_attention_heads
         self.n_local_heads = args.num_attention_heads
         self.n_rep = self.n_local_heads // self.num_key_value_heads
-        self.head_dim = args.hidden_size // args.num_attention_heads
+        self.head_dim = args.head_dim  # MiniMindConfig's field (hidden_size // num_attention_heads), as its layer now reads it
         self.q_proj = nn.Linear(args.hidden_size, self.n_local_heads * self.head_dim, bias=False)
         self.k_proj = nn.Linear(args.hidden_size, self.num_key_value_heads * self.head_dim, bias=False)
         self.v_proj = nn.Linear(args.hidden_size, self.num_key_value_heads * self.head_dim, bias=False)
