@@ -23,8 +23,11 @@ longer take it back; a learner who catches our exception still gets the verdict.
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import importlib
+import os
+import sys
 import warnings
 
 import torch
@@ -76,13 +79,36 @@ ESCAPE_HATCHES = {
     "get_objects": _FRAMES,
     "get_referrers": _FRAMES,
     "get_referents": _FRAMES,
+    "__closure__": _FRAMES,  # the grader's wrappers keep what they wrap in closures and keyword defaults
+    "cell_contents": _FRAMES,
+    "__kwdefaults__": _FRAMES,
+    "__defaults__": _FRAMES,
+    "__globals__": _FRAMES,
+    "__wrapped__": _FRAMES,
     "torchcode": "reaches into the grader and its reference solutions",
 }
 
 
 # matrix products: work = output elements x the contracted size
 _MATMUL = {"mm", "bmm", "addmm", "baddbmm", "addbmm", "mv", "addmv", "dot", "vdot"}
-_SOFTMAX = {"_softmax", "_log_softmax", "_safe_softmax", "softmax", "log_softmax"}
+_SOFTMAX = {"_softmax", "_log_softmax", "_safe_softmax", "softmax", "log_softmax", "_masked_softmax"}
+# Ops that combine many values into each result without being a matrix product, a softmax or a tagged
+# reduction (convolutions, pooling, scans, sorting, distances, norms, losses, FFTs): measured by ``_extent``.
+_SCANS = {"cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "_cummax_helper", "_cummin_helper",
+          "_logcumsumexp"}
+_SELECTS = {"sort", "argsort", "topk", "kthvalue", "median", "nanmedian", "mode", "msort"}
+_PAIRWISE = {"_cdist_forward", "cdist", "_euclidean_dist", "_pdist_forward", "pdist", "dist"}
+_NORMS = {"native_layer_norm", "native_group_norm", "native_batch_norm", "_native_batch_norm_legit",
+          "_native_batch_norm_legit_no_training", "_fused_rms_norm", "rms_norm", "renorm"}
+# Ops that combine values in ways these guards cannot measure (many-to-one scatters, bags, histograms, linear
+# algebra): refused where a case bounds memory or work.
+_UNMEASURED = {"scatter_add", "scatter_reduce", "index_add", "index_reduce", "_embedding_bag",
+               "_embedding_bag_forward_only", "embedding_bag", "bincount", "histc", "histogram",
+               "_histogramdd_from_bin_cts",
+               "_histogramdd_from_bin_tensors", "_segment_reduce", "segment_reduce", "_trilinear", "trace",
+               "triangular_solve", "cholesky_solve", "cholesky_inverse", "geqrf", "ormqr", "lu_unpack", "_lu_with_info",
+               "inverse", "det", "logdet", "slogdet", "matrix_exp", "matrix_power", "pinverse", "kron", "lu_solve"}
+_ACCUMULATE = {"index_put", "_index_put_impl_", "put", "index_put_", "put_"}  # many-to-one with accumulate=True
 
 
 class ForbiddenCall(BaseException):
@@ -275,19 +301,23 @@ class Guard:
                 if isinstance(sub, cls):
                     self.forbid(name)
 
-    def _record(self, out, inputs=()) -> None:
-        """Remember the largest *fresh* storage an op produced (views and in-place results share an input's)."""
+    def _record(self, out, inputs=(), written=()) -> None:
+        """Remember the largest storage an op produced: a fresh one, or one it wrote into (in place, ``out=``),
+        which may have been made before the call (a view of an input's storage is no new memory)."""
         seen = {_storage_ptr(t) for t in inputs if isinstance(t, torch.Tensor)}
-        for t in (out if isinstance(out, (tuple, list)) else (out,)):
-            if isinstance(t, torch.Tensor) and t.layout == torch.strided and _storage_ptr(t) not in seen:
+        mine = {_storage_ptr(t) for t in written}
+        for t in [*(out if isinstance(out, (tuple, list)) else (out,)), *written]:
+            if (isinstance(t, torch.Tensor) and t.layout == torch.strided
+                    and (_storage_ptr(t) not in seen or _storage_ptr(t) in mine)):
                 try:
                     n = t.untyped_storage().nbytes() // max(t.element_size(), 1)
                 except (RuntimeError, NotImplementedError):
                     n = t.numel()
                 if n > self.largest:
+                    shape = list(t.shape) if n == t.numel() else [n]  # a buffer written in part: all of it
                     if self.max_elements is not None and self.largest < self.max_elements <= n:
-                        _REPORT[0](too_large=n, shape=list(t.shape))
-                    self.largest, self.largest_shape = n, list(t.shape)
+                        _REPORT[0](too_large=n, shape=shape)
+                    self.largest, self.largest_shape = n, shape
                 self.largest_bytes = max(self.largest_bytes, n * t.element_size())
 
     def _count(self, func, args, kwargs, out) -> None:
@@ -312,6 +342,12 @@ class Guard:
                 self._widest(extent, name, first)
         elif torch.Tag.pointwise in tags:
             self.work += max((t.numel() for t in _tensors(out)), default=0)
+        elif first is not None:
+            extent = _extent(name, func, args, kwargs, first)
+            if extent is not None:
+                n = max((t.numel() for t in _tensors(out)), default=0)
+                self.work += max(n * extent, first.numel())
+                self._widest(extent, name, first)
 
     def _widest(self, extent: int, name: str, t) -> None:
         if extent > self.widest[0]:
@@ -401,7 +437,9 @@ EXPORTS = {"numpy", "__array__", "tolist", "__dlpack__", "untyped_storage", "_ty
 # The same ways out that are plain functions, which torch function modes never see: wrapped in the worker.
 EXPORT_FUNCTIONS = (("torch.utils.dlpack", "to_dlpack"), ("torch._C", "_to_dlpack"), ("torch._C", "_to_dlpack_versioned"),
                     ("torch._C", "_pickle_save"))
-SCALARS = {"item", "__float__", "__int__", "__index__", "__complex__", "__bool__"}
+SCALARS = {"item", "__float__", "__int__", "__index__", "__complex__", "__bool__", "__contains__", "equal", "allclose",
+           "is_nonzero"}
+TEXT = {"__repr__", "__str__", "__format__"}  # each element the text shows counts as one scalar
 MAX_SCALARS = 256  # per call: a few loop bounds or checks, not the inputs
 _LEAVING = "tensor data taken out of torch, where this case measures memory and work: compute with torch ops"
 
@@ -426,18 +464,67 @@ def watch_exports() -> None:
         setattr(mod, name, watched)
 
 
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_REGISTERING = (os.path.join(_TORCH_DIR, "library.py"), os.path.join(_TORCH_DIR, "_library") + os.sep,
+                os.path.join(_TORCH_DIR, "_ops.py"), contextlib.__file__)
+
+
+def watch_registrations() -> None:
+    """Wrap torch's kernel registration (worker only, after ``ban_kernels``): a kernel of the learner's own for one
+    of torch's operators (``torch.library.Library("aten", "IMPL")``, ``torch.library.impl``) is a forbidden call.
+    Such a kernel runs while the guards' modes are off the stack: nothing it computes is measured. Operators in
+    a namespace of the learner's own stay allowed (where a case measures, running one is refused)."""
+    C = torch._C
+    real = getattr(C, "_dispatch_library", None)
+    if real is None or getattr(real, "__torchcode_watched__", False):
+        return
+    taken = {op.split("::")[0] for op in C._dispatch_get_all_op_names()}
+
+    def watched(kind, ns, *args, **kwargs):
+        if ns in taken and kind != "DEF" and not _from_torch(sys._getframe(1)):
+            name = f"torch.library.Library({ns!r}, {kind!r}) (a kernel of your own for torch's operators)"
+            if _ACTIVE:
+                _ACTIVE[-1].forbid(name)
+            _REPORT[0](forbidden=name)
+            raise ForbiddenCall(f"{name} is forbidden")
+        return real(kind, ns, *args, **kwargs)
+
+    watched.__torchcode_watched__ = True
+    C._dispatch_library = watched
+
+
+def _from_torch(frame) -> bool:
+    """Whether the registration was asked for by torch's own code (a lazy import), not by the learner's."""
+    while frame is not None and frame.f_code.co_filename.startswith(_REGISTERING):
+        frame = frame.f_back
+    return frame is not None and frame.f_code.co_filename.startswith(_TORCH_DIR)
+
+
 def _leaves_torch(guard: Guard, func, args) -> str | None:
     qual = getattr(func, "__qualname__", "")
     owner, _, name = qual.rpartition(".")
-    if owner not in ("Tensor", "TensorBase", "_TensorBase"):
+    if owner not in ("Tensor", "TensorBase", "_TensorBase") and not (owner == "" and name in SCALARS):
         return None
     if name in EXPORTS:
         return f"Tensor.{name} ({_LEAVING})"
-    if name in SCALARS:
-        guard.scalars += 1
+    if name in SCALARS or name in TEXT:
+        guard.scalars += _shown(args[0]) if name in TEXT and args else 1
         if guard.scalars > MAX_SCALARS:
             return f"Tensor.{name} on more than {MAX_SCALARS} elements in one call ({_LEAVING})"
     return None
+
+
+def _shown(t) -> int:
+    """How many of a tensor's elements its text (repr, str, format) shows: all, or the edges when summarised."""
+    if not isinstance(t, torch.Tensor):
+        return 0
+    try:
+        opts = torch._tensor_str.PRINT_OPTS
+        if t.numel() <= opts.threshold:
+            return t.numel()
+        return _prod(min(n, 2 * opts.edgeitems) for n in t.shape)
+    except Exception:  # noqa: BLE001 - whatever it shows, it shows at most every element
+        return t.numel()
 
 
 class _KernelGuard(TorchDispatchMode):
@@ -455,14 +542,157 @@ class _KernelGuard(TorchDispatchMode):
             name = guard.ops.get(_op_name(func))
             if name is not None:
                 guard.forbid(name)
+        inputs = _tensors(args, kwargs)
+        if guard.measured:
+            why = _unmeasurable(func, types, args, kwargs, inputs)
+            if why:
+                guard.forbid(why)
         out = func(*args, **(kwargs or {}))
         guard.measuring = True  # its own look at the tensors (untyped_storage) is no export of the learner's
         try:
-            guard._record(out, _tensors(args, kwargs))
+            if guard.measured:
+                why = _unmeasurable(func, (), (), None, _tensors(out))
+                if why:
+                    guard.forbid(why)
+            guard._record(out, inputs, _written(func, args, kwargs))
             guard._count(func, args, kwargs, out)
         finally:
             guard.measuring = False
         return out
+
+
+_UNSEEN = "this case measures memory and work and cannot see"
+
+
+def _unmeasurable(func, types, args, kwargs, tensors) -> str:
+    """Why this op's work would escape the guard's measures ('' if it would not): an operator of the learner's
+    own or a tensor subclass with its own ``__torch_dispatch__`` (their Python runs while the guard's mode is off
+    the stack), sparse or nested tensors, or an op that combines values in a way the guard does not measure."""
+    name = _op_name(func)
+    if _python_dispatcher():
+        return f"{name} under torch's Python dispatcher ({_UNSEEN} what the Python kernels it runs compute)"
+    if getattr(func, "namespace", "aten") not in ("aten", "prims"):
+        return f"{name} (an operator of your own: {_UNSEEN} inside its kernel)"
+    for t in types:
+        if getattr(t, "__torch_dispatch__", _PLAIN_DISPATCH) is not _PLAIN_DISPATCH:
+            return f"{name} on a tensor subclass with __torch_dispatch__ ({_type_name(t)}: {_UNSEEN} what it runs)"
+    for t in tensors:
+        if t.layout != torch.strided or t.is_nested:
+            kind = "nested" if t.is_nested else str(t.layout).replace("torch.", "")
+            return f"{name} on a {kind} tensor ({_UNSEEN} into those: use dense tensors)"
+    short = getattr(getattr(func, "overloadpacket", None), "__name__", "")
+    if short.startswith(("sparse_", "_sparse_", "to_sparse", "_to_sparse", "_nested_", "nested_")):
+        return f"{name} (sparse or nested tensors: {_UNSEEN} into those: use dense tensors)"
+    if short and torch.Tag.reduction not in getattr(func, "tags", ()) and _unmeasured(short, func, args, kwargs):
+        return f"{name} ({_UNSEEN} how it combines values: use matrix products, sums, maxima)"
+    return ""
+
+
+_PLAIN_DISPATCH = torch.Tensor.__torch_dispatch__
+
+
+def _python_dispatcher() -> bool:
+    """Whether torch's Python dispatcher is on (it runs Python kernels, ``py_impl``, with the modes off the stack)."""
+    try:
+        return torch._C._dispatch_tls_is_dispatch_key_included(torch._C.DispatchKey.PythonDispatcher)
+    except (AttributeError, RuntimeError):
+        return False
+
+
+def _type_name(t) -> str:
+    try:
+        return str(type.__getattribute__(t, "__name__"))[:60]
+    except Exception:  # noqa: BLE001 - a hostile metaclass
+        return "a subclass"
+
+
+@functools.lru_cache(maxsize=None)
+def _write_args(func) -> tuple[tuple[int, str], ...]:
+    try:
+        return tuple((i, a.name) for i, a in enumerate(func._schema.arguments)
+                     if a.alias_info is not None and a.alias_info.is_write)
+    except (AttributeError, RuntimeError):
+        return ()
+
+
+def _written(func, args, kwargs) -> list[torch.Tensor]:
+    """The tensors an op writes into (in place, ``out=``): their storages hold its result, fresh or not."""
+    found = []
+    for i, name in _write_args(func):
+        v = kwargs.get(name) if kwargs and name in kwargs else (args[i] if i < len(args) else None)
+        found.extend(_tensors(v))
+    return found
+
+
+def _arg(func, args, kwargs, name: str, default=None):
+    """The argument ``name`` of an aten op's call, by its schema."""
+    try:
+        at = _arg_index(func)[name]
+    except (KeyError, AttributeError, RuntimeError):
+        return default
+    if kwargs and name in kwargs:
+        return kwargs[name]
+    return args[at] if at < len(args) else default
+
+
+@functools.lru_cache(maxsize=None)
+def _arg_index(func) -> dict[str, int]:
+    return {a.name: i for i, a in enumerate(func._schema.arguments)}
+
+
+def _ints(v) -> list[int]:
+    if isinstance(v, int):
+        return [v]
+    return [int(x) for x in v] if isinstance(v, (list, tuple)) else []
+
+
+def _prod(xs) -> int:
+    out = 1
+    for x in xs:
+        out *= max(int(x), 1)
+    return out
+
+
+def _extent(name: str, func, args, kwargs, first: torch.Tensor) -> int | None:
+    """How many values each result of ``func`` combines, for the ops beyond matrix products, softmaxes and
+    tagged reductions (None: it combines none, or is not one of them)."""
+    if name in _SCANS or name in _SELECTS:
+        dim = _arg(func, args, kwargs, "dim")
+        return first.shape[dim] if isinstance(dim, int) and first.dim() else first.numel()
+    if "conv" in name:
+        weight = _arg(func, args, kwargs, "weight")
+        if not isinstance(weight, torch.Tensor) or weight.dim() < 2:
+            return None
+        if name == "conv_tbc":  # weight (kernel, in, out)
+            return weight.shape[0] * weight.shape[1]
+        transposed = bool(_arg(func, args, kwargs, "transposed", "transpose" in name))
+        groups = max(int(_arg(func, args, kwargs, "groups", 1) or 1), 1)
+        return _prod(weight.shape[2:]) * (weight.shape[0] // groups if transposed else weight.shape[1])
+    if "pool" in name:
+        kernel = _ints(_arg(func, args, kwargs, "kernel_size"))
+        if kernel:
+            return _prod(kernel)
+        size = _ints(_arg(func, args, kwargs, "output_size"))
+        if size and first.dim() >= len(size):
+            return _prod(-(-first.shape[first.dim() - len(size) + i] // max(o, 1)) for i, o in enumerate(size))
+        return first.numel()
+    if name in _PAIRWISE:
+        return first.shape[-1] if first.dim() else 1
+    if name in _NORMS:
+        shape = _ints(_arg(func, args, kwargs, "normalized_shape"))
+        return _prod(shape) if shape else first.numel()
+    if name.startswith("_fft_"):
+        dims = _ints(_arg(func, args, kwargs, "dim"))
+        return _prod(first.shape[d] for d in dims) if dims else first.numel()
+    if "loss" in name or name in ("kl_div", "binary_cross_entropy", "binary_cross_entropy_with_logits"):
+        return first.numel() if _arg(func, args, kwargs, "reduction", 1) else None
+    return None
+
+
+def _unmeasured(name: str, func, args, kwargs) -> bool:
+    if name in _UNMEASURED or name.startswith(("linalg_", "_linalg_")):
+        return True
+    return name in _ACCUMULATE and bool(_arg(func, args, kwargs, "accumulate", False))
 
 
 def _tensors(*trees) -> list[torch.Tensor]:

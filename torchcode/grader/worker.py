@@ -421,6 +421,7 @@ class Worker:
         guards.set_reporter(self._note)
         guards.ban_kernels(self.forbidden)
         guards.watch_exports()
+        guards.watch_registrations()
         _hide_grader_modules()
         module = types.ModuleType("submission")
         module.__file__ = self.path
