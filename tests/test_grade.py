@@ -16,6 +16,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 import zipfile
 from pathlib import Path
@@ -107,6 +108,27 @@ def test_the_output_folder_among_the_students_is_not_a_student(tmp_path):
     found = discover(work, PROBLEMS, tmp_path / "unpacked", skip=work / "grades")
     assert "grades" not in found.students and not any(u.startswith("grades") for u in found.unknown)
     assert "grades" in discover(work, PROBLEMS, tmp_path / "unpacked2").students  # without skip it would be
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+def test_a_named_pipe_posing_as_a_submission_is_skipped_not_waited_on(tmp_path):
+    """A student folder unpacked from a tar can hold a FIFO named like a problem: reading it would wait forever
+    for a writer (the whole class's grading hung). Only regular files are submissions."""
+    work = tmp_path / "class"
+    (work / "mallory").mkdir(parents=True)
+    os.mkfifo(work / "mallory" / "sdpa.py")
+    (work / "mallory" / "repeat_kv.py").write_text("def repeat_kv(x, n_rep):\n    return x\n")
+    found: list = []
+    t = threading.Thread(target=lambda: found.append(discover(work, PROBLEMS, tmp_path / "unpacked")), daemon=True)
+    t.start()
+    t.join(timeout=20)
+    if t.is_alive():  # release the blocked reader before failing
+        with open(work / "mallory" / "sdpa.py", "wb"):
+            pass
+        t.join(timeout=5)
+    assert found, "discovering the submissions waited on a named pipe"
+    assert [s.key for s in found[0].submissions] == [("mallory", "repeat_kv")]
+    assert any(u.startswith("mallory/sdpa.py: not a regular file") for u in found[0].unknown), found[0].unknown
 
 
 def test_zip_is_unpacked_safely_through_wrapper_folders(tmp_path):

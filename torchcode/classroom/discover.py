@@ -90,6 +90,8 @@ def _why_not(f: Path, wanted: set[str], known: set[str]) -> str | None:
         return "a link, not a file"
     if f.is_dir():
         return "a folder inside a student folder"
+    if f.suffix == ".py" and not f.is_file():  # a named pipe (a tar can make one) would be waited on forever
+        return "not a regular file"
     if f.suffix != ".py":
         return "not a .py file"
     if f.stem not in wanted:
