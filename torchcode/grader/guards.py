@@ -90,7 +90,9 @@ ESCAPE_HATCHES = {
 
 
 # matrix products: work = output elements x the contracted size
-_MATMUL = {"mm", "bmm", "addmm", "baddbmm", "addbmm", "mv", "addmv", "dot", "vdot"}
+_MATMUL = {"mm", "bmm", "addmm", "baddbmm", "addbmm", "mv", "addmv", "dot", "vdot", "_addmm_activation", "_int_mm",
+           "_weight_int8pack_mm", "_weight_int4pack_mm", "_weight_int4pack_mm_for_cpu", "_scaled_mm"}
+_OUTER = {"addr", "outer", "ger"}  # outer products: one multiply-add per element written
 _SOFTMAX = {"_softmax", "_log_softmax", "_safe_softmax", "softmax", "log_softmax", "_masked_softmax"}
 # Ops that combine many values into each result without being a matrix product, a softmax or a tagged
 # reduction (convolutions, pooling, scans, sorting, distances, norms, losses, FFTs): measured by ``_extent``.
@@ -326,7 +328,7 @@ class Guard:
         tags = getattr(func, "tags", ())
         first = args[0] if args and isinstance(args[0], torch.Tensor) else None
         if name in _MATMUL:
-            a = args[1] if name.startswith("add") or name == "baddbmm" else args[0]
+            a = args[1] if name.startswith(("add", "_addmm")) or name == "baddbmm" else args[0]
             inner = a.shape[-1] if isinstance(a, torch.Tensor) and a.dim() else 1
             n = sum(t.numel() for t in _tensors(out))
             self.work += n * inner
@@ -340,7 +342,7 @@ class Guard:
                 for d in dims:
                     extent *= first.shape[d]
                 self._widest(extent, name, first)
-        elif torch.Tag.pointwise in tags:
+        elif torch.Tag.pointwise in tags or name in _OUTER:
             self.work += max((t.numel() for t in _tensors(out)), default=0)
         elif first is not None:
             extent = _extent(name, func, args, kwargs, first)
