@@ -1,5 +1,6 @@
 # expect: wrong_algorithm
 # problem: linear_attention
+# args: --time-limit 5
 # The quadratic form of linear attention (phi(q_i) . phi(k_j) for every pair: S x S work) built from
 # outer products (torch.addr), which the work counter did not know: the S x S weights as a sum of D outer
 # products, then the weighted sums of V and the normaliser as S more outer products into one accumulator.
