@@ -55,7 +55,8 @@ def _part(out: str, problem: str) -> str:
 @pytest.mark.parametrize("problem,ok,words", [
     ("good_attention", True, ["reference on seed 1: accepted", "missing_scale.py rejected: wrong_answer"]),
     ("good_layer", True, ["stub graded: not_implemented"]),
-    ("stub_passes", False, ["stub graded: accepted", "must raise NotImplementedError"]),
+    ("stub_passes", False, ["stub graded: accepted\n", "must raise NotImplementedError"]),
+    ("cases_raise", False, ["case 'single_token' raised KeyError: 'single' (line 18)", "cases_raise/cases.py"]),
     ("reference_fails", False, ["the reference failed on case 'single_token'", "cannot handle a single token"]),
     ("mutant_survives", False, ["mutant survived: missing_scale.py", "add a hidden case"]),
     ("bad_spec", False, ["field 'difficulty'", "'trivial' is not one of easy, medium, hard"]),
@@ -74,7 +75,8 @@ def test_validate_whole_pack_fails_if_one_problem_does(pack_validated):
     assert r.code == 1, r.text
     assert "good_attention" in r.out and "stub_passes" in r.out and "bad_spec" in r.out
     assert "sdpa" not in r.out  # only the pack's problems
-    assert "6 of 8 problems failed validation" in r.out, r.out
+    assert "7 of 9 problems failed validation" in r.out, r.out
+    assert "Traceback" not in r.err, r.err  # a case function that raises is a failure of that problem
 
 
 def test_validate_a_named_problem_that_passes_exits_0(cli):

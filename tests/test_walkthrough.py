@@ -5,7 +5,7 @@ Each test runs the real `torchcode` command (the `cli` fixture) on what such a u
 
 from __future__ import annotations
 
-from conftest import ROOT, at_once
+from conftest import FIXTURES, ROOT, at_once
 
 SOLUTION = (ROOT / "solutions" / "sdpa.py").read_text()
 
@@ -57,3 +57,14 @@ def test_a_folder_or_a_mistyped_file_says_what_to_type(cli, workdir):
     assert "no such file: nosuch.py" in bench_p.err, bench_p.err  # --problem is an option of bench
     assert watch_empty.code == 2 and "in it: `torchcode watch sdpa.py`. " in watch_empty.err, \
         watch_empty.text
+
+
+def test_a_pack_with_a_broken_problem(cli, workdir):
+    """A case function that raises was a traceback for the learner (and for `validate`); the warning about a
+    problem with a bad problem.toml showed rich's markup as text: `[yellow]warning:[/yellow]`."""
+    pack = str(FIXTURES / "course_pack")
+    assert cli("start", "cases_raise", "--problems-dir", pack).code == 0
+    r = cli("check", "--problems-dir", pack, "--device", "cpu")
+    assert r.code == 2 and "Traceback" not in r.err, r.text
+    assert "cases_raise/cases.py: case 'single_token' raised KeyError: 'single' (line 18)" in r.err, r.err
+    assert "\nwarning: problem 'bad_spec' is skipped: " in "\n" + r.err and "[yellow]" not in r.err, r.err

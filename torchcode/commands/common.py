@@ -19,9 +19,8 @@ def catalog(problems_dirs: list[Path] | None) -> Catalog:
     if cat.broken:
         from torchcode.render import err_console
 
-        con = err_console()
         for pid, err in sorted(cat.broken.items()):
-            con.print(f"[yellow]warning:[/yellow] problem '{pid}' is skipped: {err}", markup=False, highlight=False)
+            warn(f"problem '{pid}' is skipped: {err}")
     return cat
 
 

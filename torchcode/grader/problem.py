@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import random
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -75,14 +76,27 @@ class Problem:
             self.calling = execute.Calling(e.params, _required(self.reference, e.params, False))
 
     # -- building one case ------------------------------------------------------------------
+    def _make(self, cdef: caseapi.CaseDef, seed: int, variant: str = "") -> caseapi.Case:
+        """The author's case function, run; what it raises names the case, the line and the exception."""
+        try:
+            return cdef.make(seed, variant)
+        except SpecError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the author's code may raise anything
+            path = Path(self.spec.cases_path).resolve()
+            lines = [f.lineno for f in traceback.extract_tb(e.__traceback__) if Path(f.filename).resolve() == path]
+            where = f" (line {lines[-1]})" if lines else ""
+            raise SpecError(self.spec.cases_path, None, f"case '{cdef.name}' raised {type(e).__name__}: {e}{where}",
+                            "fix that case function (run `torchcode validate` on the problem)") from None
+
     def prepare(self, cdef: caseapi.CaseDef, seed: int, dtype: str = "float32", device: str = "cpu",
                 replay: bool = False) -> Prepared | None:
         """Build a case and run the reference on it. ``replay``: the same case with new values (same shapes,
         same other arguments, new weights), forward only, or None when the case's shapes depend on the values."""
         variant = REPLAY if replay else ""
-        c = cdef.make(seed, variant)
+        c = self._make(cdef, seed, variant)
         if replay:
-            if caseapi.structure(c) != caseapi.structure(cdef.make(seed)):
+            if caseapi.structure(c) != caseapi.structure(self._make(cdef, seed)):
                 return None
             c.grad = False  # a value kept from an earlier call shows in the outputs; half the cost without backward
         low = protocol.DTYPES[dtype]
