@@ -267,8 +267,10 @@ def test_validate_names_the_case_and_verdict_rejecting_an_alternative(cli, tmp_p
     assert m, r.out
     case, verdict, seed = m.groups()
     assert verdict == "wrong_answer"
-    graded = json.loads(cli("check", str(pack / "problems" / "good_attention" / "right" / "not_really.py"),
-                            "--problem", "good_attention", "--problems-dir", str(pack), "--seed", seed, "--json").out)
+    assert "fix the reference (solutions/good_attention.py) if it is the one that is wrong" in r.out, r.out
+    reproduce = re.search(r"reproduce: `torchcode ([^`]+)`", r.out).group(1).split()  # runs as printed
+    assert reproduce[-4:] == ["--seed", seed, "--problems-dir", str(pack)], reproduce
+    graded = json.loads(cli(*reproduce, "--json").out)
     assert case in [c["name"] for c in graded["cases"] if c["verdict"] == "wrong_answer"]
     assert "einsum.py accepted" in r.out
 

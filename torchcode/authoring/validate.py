@@ -144,7 +144,8 @@ def _validate(v: ProblemValidation, spec: ProblemSpec, grader, seeds: tuple[int,
             stub_file.write_text(stub_text)
             r = grader.grade(spec, stub_file, seed=seeds[0])
         v.add("stub", r.verdict.value == "not_implemented",
-              f"stub graded: {r.verdict.value}" + ("" if r.verdict.value == "not_implemented" else f" ({r.message[:160]})"),
+              f"stub graded: {r.verdict.value}" + ("" if r.verdict.value == "not_implemented" or not r.message
+                                                  else f" ({r.message[:160]})"),
               spec.template_path, "" if r.verdict.value == "not_implemented" else
               "the stub must raise NotImplementedError in every entry method, and must not already pass")
 
@@ -197,9 +198,10 @@ def _validate(v: ProblemValidation, spec: ProblemSpec, grader, seeds: tuple[int,
                 break
         v.add("variants", rejected is None, f"{path.name} accepted on {len(seeds)} seeds" if rejected is None
               else f"{path.name} was rejected: {_why(rejected)}",
-              path, "" if rejected is None else "a correct alternative fails: loosen a case that is too strict, "
-              f"or fix the alternative (reproduce: `torchcode check {path} --problem {spec.id} --seed {rejected.seed}`"
-              " with --problems-dir for a pack)")
+              path, "" if rejected is None else "a correct alternative fails: loosen a case that is too strict, fix "
+              f"the reference ({spec.solution_path.parent.name}/{spec.solution_path.name}) if it is the one that is "
+              f"wrong, or fix the alternative (reproduce: `torchcode check {path} --problem {spec.id} "
+              f"--seed {rejected.seed}{_pack_option(spec)}`)")
         if gpu:
             v.add("variants", False, f"{path.name} would fail on a GPU: {gpu}", path,
                   "a correct alternative must run on any device: make every tensor on the inputs' device")
@@ -247,6 +249,12 @@ def validate(catalog: Catalog, ids: list[str], grader, seeds: tuple[int, ...] = 
             continue
         results.append(validate_problem(catalog.get(pid), grader, seeds))
     return results
+
+
+def _pack_option(spec: ProblemSpec) -> str:
+    from torchcode.paths import builtin_pack
+
+    return "" if spec.pack.resolve() == builtin_pack().resolve() else f" --problems-dir {spec.pack}"
 
 
 def _why(r) -> str:

@@ -26,10 +26,26 @@ def run(problems: list[str] | None, problems_dirs: list[Path] | None, seeds: int
         else:
             ids = cat.ids() + sorted(cat.broken)
         from torchcode.authoring.validate import validate
-        from torchcode.render.validate import results as render
+        from torchcode.render.validate import problem as render, summary
 
-        results = validate(cat, ids, grader, tuple(range(max(1, seeds))))
+        con, results = console(), []
+        for i, pid in enumerate(ids):  # each problem shown as soon as it is done: a pack takes minutes
+            with _status(f"validating {pid} ({i + 1} of {len(ids)})"):
+                results += validate(cat, [pid], grader, tuple(range(max(1, seeds))))
+            render(con, results[-1])
     finally:
         grader.close()
-    render(console(), results)
+    summary(con, results)
     return 0 if all(r.ok for r in results) else 1
+
+
+def _status(what: str):
+    """A transient line on a terminal (stderr) while a problem is validated; nothing in a pipe."""
+    import contextlib
+    import sys
+
+    if not sys.stderr.isatty():
+        return contextlib.nullcontext()
+    from torchcode.render import err_console
+
+    return err_console().status(what)

@@ -10,17 +10,26 @@ from rich.markup import escape
 
 def results(con: Console, items) -> None:
     for pv in items:
-        mark = "[green]PASS[/green]" if pv.ok else "[red]FAIL[/red]"
-        con.print(f"{mark} [bold]{pv.problem}[/bold]")
-        for it in pv.items:
-            if it.ok:
-                con.print(f"   [green]ok[/green]   {it.check:<10} {escape(it.what)}", highlight=False, soft_wrap=True)
-            else:
-                con.print(f"   [red]fail[/red] {it.check:<10} {escape(it.what)}", highlight=False, soft_wrap=True)
-                if it.file:
-                    con.print(f"        file: {escape(os.path.relpath(it.file))}", highlight=False, soft_wrap=True)
-                if it.fix:
-                    con.print(f"        fix:  {escape(it.fix)}", highlight=False, soft_wrap=True)
+        problem(con, pv)
+    summary(con, items)
+
+
+def problem(con: Console, pv) -> None:
+    """One problem's checks, printed as soon as it is validated."""
+    mark = "[green]PASS[/green]" if pv.ok else "[red]FAIL[/red]"
+    con.print(f"{mark} [bold]{pv.problem}[/bold]")
+    for it in pv.items:
+        if it.ok:
+            con.print(f"   [green]ok[/green]   {it.check:<10} {escape(it.what)}", highlight=False, soft_wrap=True)
+        else:
+            con.print(f"   [red]fail[/red] {it.check:<10} {escape(it.what)}", highlight=False, soft_wrap=True)
+            if it.file:
+                con.print(f"        file: {escape(os.path.relpath(it.file))}", highlight=False, soft_wrap=True)
+            if it.fix:
+                con.print(f"        fix:  {escape(it.fix)}", highlight=False, soft_wrap=True)
+
+
+def summary(con: Console, items) -> None:
     bad = [pv.problem for pv in items if not pv.ok]
     total = len(items)
     if bad:
