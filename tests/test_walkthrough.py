@@ -31,13 +31,13 @@ def test_files_saved_by_other_editors_are_read_as_python_reads_them(cli, workdir
 
 def test_a_folder_or_a_mistyped_file_says_what_to_type(cli, workdir):
     """`check FOLDER` said "no problem named 'FOLDER'"; a mistyped file name got no suggestion; `bench FILE` asked
-    for a --problem option bench did not have."""
+    for a --problem option bench did not have; `serve FILE` said there was no such folder."""
     (workdir / "class").mkdir()
     (workdir / "class" / "sdpa.py").write_text(SOLUTION)
     (workdir / "class" / "notes.py").write_text("")
     (workdir / "sdpa.py").write_text(SOLUTION)
     (workdir / "mine.py").write_text(SOLUTION)
-    folder, typo, bench_folder, bench_file, bench_both, bench_p, watch_empty = at_once(
+    folder, typo, bench_folder, bench_file, bench_both, bench_p, watch_empty, serve_file = at_once(
         lambda: cli("check", "class"),
         lambda: cli("check", "spda.py"),
         lambda: cli("bench", "class/"),
@@ -45,8 +45,9 @@ def test_a_folder_or_a_mistyped_file_says_what_to_type(cli, workdir):
         lambda: cli("bench", "sdpa", "mine.py", "--problem", "sdpa"),
         lambda: cli("bench", "nosuch.py", "-p", "sdpa"),
         lambda: cli("watch", "."),
+        lambda: cli("serve", "sdpa.py", "--no-browser"),
     )
-    for r in (folder, typo, bench_folder, bench_file, bench_both, bench_p):
+    for r in (folder, typo, bench_folder, bench_file, bench_both, bench_p, serve_file):
         assert r.code == 2 and r.out == "" and "Traceback" not in r.err, r.text
     assert "class is a folder; name one file in it: `torchcode check class/sdpa.py`. " in folder.err, folder.err
     assert "torchcode grade FOLDER" in folder.err and "notes.py" not in folder.err
@@ -55,6 +56,8 @@ def test_a_folder_or_a_mistyped_file_says_what_to_type(cli, workdir):
     assert "cannot tell which problem mine.py solves: add --problem PROBLEM" in bench_file.err, bench_file.err
     assert "name the problem once" in bench_both.err, bench_both.err
     assert "no such file: nosuch.py" in bench_p.err, bench_p.err  # --problem is an option of bench
+    assert "sdpa.py is a file: serve takes the folder that holds your PROBLEM.py files (`torchcode serve .`)" \
+        in serve_file.err, serve_file.err  # it said "no such folder"
     assert watch_empty.code == 2 and "in it: `torchcode watch sdpa.py`. " in watch_empty.err, \
         watch_empty.text
 

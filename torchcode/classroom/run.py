@@ -192,11 +192,14 @@ def _seed(asked: int | None, book: Gradebook, con: Console) -> int:
 
 
 def _header(con: Console, found: Discovery, problems: list[str], seed: int) -> None:
-    con.print(f"{len(found.students)} students, {len(found.submissions)} submissions for {len(problems)} "
+    students, subs = len(found.students), len(found.submissions)
+    con.print(f"{students} student{'s' * (students != 1)}, {subs} submission{'s' * (subs != 1)} for {len(problems)} "
               f"problem{'s' * (len(problems) != 1)}; seed {seed} (every student gets the same hidden inputs)",
               highlight=False)
     if found.unknown:
-        con.print(f"{len(found.unknown)} files or folders are not submissions (skipped):", highlight=False)
+        n = len(found.unknown)
+        con.print(f"{n} file{'s' * (n != 1)} or folder{'s' * (n != 1)} {'are' if n != 1 else 'is'} not "
+                  f"{'submissions' if n != 1 else 'a submission'} (skipped):", highlight=False)
         for u in found.unknown:
             con.print(f"  {inert(u)}", highlight=False, markup=False)
 

@@ -10,6 +10,7 @@ import socket
 import sys
 from pathlib import Path
 
+from torchcode.commands.common import display_path
 from torchcode.errors import UsageError
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
@@ -33,6 +34,9 @@ def run(directory: Path | None, port: int | None, no_browser: bool, host: str, a
     if device not in ("auto", "cpu", "cuda"):
         raise UsageError(f"--device must be auto, cpu or cuda, not {device!r}")
     folder = (directory or Path.cwd()).resolve()
+    if folder.is_file():
+        raise UsageError(f"{directory} is a file: serve takes the folder that holds your PROBLEM.py files "
+                         f"(`torchcode serve {display_path(folder.parent)}`)")
     if not folder.is_dir():
         raise UsageError(f"no such folder: {folder}")
     loopback = _is_loopback(host)
