@@ -31,13 +31,14 @@ def test_files_saved_by_other_editors_are_read_as_python_reads_them(cli, workdir
 
 def test_a_folder_or_a_mistyped_file_says_what_to_type(cli, workdir):
     """`check FOLDER` said "no problem named 'FOLDER'"; a mistyped file name got no suggestion; `bench FILE` asked
-    for a --problem option bench did not have; `serve FILE` said there was no such folder."""
+    for a --problem option bench did not have; `serve FILE` said there was no such folder;
+    `watch` with nothing started told how to run `check`."""
     (workdir / "class").mkdir()
     (workdir / "class" / "sdpa.py").write_text(SOLUTION)
     (workdir / "class" / "notes.py").write_text("")
     (workdir / "sdpa.py").write_text(SOLUTION)
     (workdir / "mine.py").write_text(SOLUTION)
-    folder, typo, bench_folder, bench_file, bench_both, bench_p, watch_empty, serve_file = at_once(
+    folder, typo, bench_folder, bench_file, bench_both, bench_p, watch_empty, serve_file, watch_none = at_once(
         lambda: cli("check", "class"),
         lambda: cli("check", "spda.py"),
         lambda: cli("bench", "class/"),
@@ -46,8 +47,9 @@ def test_a_folder_or_a_mistyped_file_says_what_to_type(cli, workdir):
         lambda: cli("bench", "nosuch.py", "-p", "sdpa"),
         lambda: cli("watch", "."),
         lambda: cli("serve", "sdpa.py", "--no-browser"),
+        lambda: cli("watch"),  # nothing started here
     )
-    for r in (folder, typo, bench_folder, bench_file, bench_both, bench_p, serve_file):
+    for r in (folder, typo, bench_folder, bench_file, bench_both, bench_p, serve_file, watch_none):
         assert r.code == 2 and r.out == "" and "Traceback" not in r.err, r.text
     assert "class is a folder; name one file in it: `torchcode check class/sdpa.py`. " in folder.err, folder.err
     assert "torchcode grade FOLDER" in folder.err and "notes.py" not in folder.err
@@ -71,3 +73,4 @@ def test_a_pack_with_a_broken_problem(cli, workdir):
     assert r.code == 2 and "Traceback" not in r.err, r.text
     assert "cases_raise/cases.py: case 'single_token' raised KeyError: 'single' (line 18)" in r.err, r.err
     assert "\nwarning: problem 'bad_spec' is skipped: " in "\n" + r.err and "[yellow]" not in r.err, r.err
+    assert "`torchcode watch PROBLEM` or `torchcode watch FILE --problem PROBLEM`" in watch_none.err, watch_none.err

@@ -83,8 +83,8 @@ def resolve_target(cat: Catalog, st: Store, target: str | None, problem: str | N
             return spec, learner_file(st, spec, cwd)
         last = st.last_started(cwd)
         if last is None:
-            raise UsageError("nothing has been started in this directory. Run `torchcode start PROBLEM`, "
-                             "or name what to check: `torchcode check PROBLEM` or `torchcode check FILE --problem PROBLEM`.")
+            raise UsageError("nothing has been started in this directory. Run `torchcode start PROBLEM`, or name "
+                             f"what to {command}: `torchcode {command} PROBLEM` or `torchcode {command} FILE --problem PROBLEM`.")
         return cat.get(last[0]), Path(last[1])
     as_path = Path(target)
     if as_path.is_dir():
