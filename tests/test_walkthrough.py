@@ -74,3 +74,16 @@ def test_a_pack_with_a_broken_problem(cli, workdir):
     assert "cases_raise/cases.py: case 'single_token' raised KeyError: 'single' (line 18)" in r.err, r.err
     assert "\nwarning: problem 'bad_spec' is skipped: " in "\n" + r.err and "[yellow]" not in r.err, r.err
     assert "`torchcode watch PROBLEM` or `torchcode watch FILE --problem PROBLEM`" in watch_none.err, watch_none.err
+
+
+def test_a_notebook_named_to_check_says_where_it_is_graded(cli, workdir):
+    """`check ID.ipynb` graded the notebook's JSON as Python (a NameError on `null`); starting the notebook again
+    advised `torchcode reset`, which restores the .py file, never the notebook."""
+    assert cli("start", "sdpa", "--notebook").code == 0
+    again, check, watch = at_once(lambda: cli("start", "sdpa", "--notebook"), lambda: cli("check", "sdpa.ipynb"),
+                                  lambda: cli("watch", "sdpa.ipynb"))
+    assert again.code == 2 and "Use `torchcode start sdpa --notebook --force` (keeps a backup)" in again.err, again.err
+    for r, command in ((check, "check"), (watch, "watch")):
+        assert r.code == 2 and r.out == "", r.text
+        assert (f"sdpa.ipynb is a notebook: run its `%%torchcode sdpa` cell in Jupyter to grade it. `torchcode {command}` "
+                "grades a Python file: `torchcode start sdpa` writes sdpa.py") in r.err, r.err

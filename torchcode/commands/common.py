@@ -89,6 +89,10 @@ def resolve_target(cat: Catalog, st: Store, target: str | None, problem: str | N
     as_path = Path(target)
     if as_path.is_dir():
         raise UsageError(_a_folder(cat, as_path, target, command))
+    if as_path.suffix == ".ipynb":
+        pid = problem or cat.find(as_path.stem) or "PROBLEM"
+        raise UsageError(f"{target} is a notebook: run its `%%torchcode {pid}` cell in Jupyter to grade it. "
+                         f"`torchcode {command}` grades a Python file: `torchcode start {pid}` writes {pid}.py")
     looks_like_file = target.endswith(".py") or os.sep in target or as_path.is_file()
     if looks_like_file:
         if not as_path.is_file():

@@ -87,6 +87,9 @@ def write_stub(spec: ProblemSpec, path: Path, *, force: bool = False, text: str 
     old = None
     if path.exists():
         if not force:
+            if path.suffix == ".ipynb":  # reset restores the .py file, never a notebook
+                raise UsageError(f"{path} already exists; not overwriting it. Use `torchcode start {spec.id} "
+                                 "--notebook --force` (keeps a backup).")
             raise UsageError(f"{path} already exists; not overwriting it. "
                              f"Use `torchcode reset {spec.id}` (keeps a backup) or `start --force`.")
         try:
