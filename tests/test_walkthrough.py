@@ -62,6 +62,7 @@ def test_a_folder_or_a_mistyped_file_says_what_to_type(cli, workdir):
         in serve_file.err, serve_file.err  # it said "no such folder"
     assert watch_empty.code == 2 and "in it: `torchcode watch sdpa.py`. " in watch_empty.err, \
         watch_empty.text
+    assert "`torchcode watch PROBLEM` or `torchcode watch FILE --problem PROBLEM`" in watch_none.err, watch_none.err
 
 
 def test_a_pack_with_a_broken_problem(cli, workdir):
@@ -73,7 +74,6 @@ def test_a_pack_with_a_broken_problem(cli, workdir):
     assert r.code == 2 and "Traceback" not in r.err, r.text
     assert "cases_raise/cases.py: case 'single_token' raised KeyError: 'single' (line 18)" in r.err, r.err
     assert "\nwarning: problem 'bad_spec' is skipped: " in "\n" + r.err and "[yellow]" not in r.err, r.err
-    assert "`torchcode watch PROBLEM` or `torchcode watch FILE --problem PROBLEM`" in watch_none.err, watch_none.err
 
 
 def test_a_notebook_named_to_check_says_where_it_is_graded(cli, workdir):
