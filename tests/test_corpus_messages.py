@@ -55,3 +55,25 @@ def test_round_three_rejections_say_what_to_fix(grader, catalog, pid, name, word
     """A view_as_complex on a transposed input, a float32 buffer for half-precision inputs, a softmax of .data."""
     report = grade_all_dtypes(grader, catalog, pid, name)
     assert report.verdict.value != "accepted" and words in report.message, report.message
+
+
+COMPILED = "import torch\nimport torch.nn.functional as F\n\n\n@torch.compile\ndef {name}({args}):\n    return {body}\n"
+
+
+@pytest.mark.parametrize("pid,args,body,verdict", [
+    ("sdpa", "Q, K, V, mask=None", "torch.softmax((Q @ K.transpose(-2, -1) / Q.shape[-1] ** 0.5).masked_fill("
+     "~mask, float('-inf')) if mask is not None else Q @ K.transpose(-2, -1) / Q.shape[-1] ** 0.5, dim=-1) @ V",
+     "accepted"),
+    ("sdpa", "Q, K, V, mask=None", "F.scaled_dot_product_attention(Q, K, V, attn_mask=mask)", "forbidden_call"),
+    ("flash_attention", "Q, K, V, block_size=32", "torch.softmax(Q @ K.transpose(1, 2) / Q.shape[-1] ** 0.5, -1) @ V",
+     "too_much_memory"),
+], ids=["right", "fused_kernel", "full_matrix"])
+def test_torch_compile_is_graded_under_the_guards(grader, catalog, tmp_path, pid, args, body, verdict):
+    """@torch.compile'd code was a runtime error (the compiler traced the grader's dispatch guard and was refused its
+    source). Right code is accepted, and compiling a forbidden kernel or the full score matrix hides neither."""
+    spec = catalog.get(pid)
+    path = tmp_path / f"{pid}.py"
+    path.write_text(COMPILED.format(name=spec.entry.name, args=args, body=body))
+    only = {"sdpa": ["batched_3d", "padding_mask"], "flash_attention": ["even_blocks"]}[pid]
+    report = grader.grade(spec, path, dtypes=["float32"], only=only)
+    assert report.verdict.value == verdict, report.message

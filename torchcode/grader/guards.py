@@ -529,6 +529,16 @@ def _shown(t) -> int:
         return t.numel()
 
 
+def keep_out_of_compilation() -> None:
+    """Once torch._dynamo is loaded (the learner's file uses torch.compile), the dispatch guard runs outside
+    compilation, as torch's default for a dispatch mode has it: torch.compile traced the guard's own frames,
+    and reading their source (hidden by the sandbox) failed every compiled call."""
+    if not _KernelGuard.__dict__.get("out_of_compilation"):
+        _KernelGuard.__torch_dispatch__ = torch._disable_dynamo(_KernelGuard.__dict__["__torch_dispatch__"],
+                                                                recursive=True)
+        _KernelGuard.out_of_compilation = True
+
+
 class _KernelGuard(TorchDispatchMode):
     def __init__(self, guard: Guard):
         super().__init__()

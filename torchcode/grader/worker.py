@@ -293,6 +293,8 @@ def _preload(source: str) -> None:
                 importlib.import_module(module)
             except Exception:  # noqa: BLE001 - then the learner's call imports it, or fails, itself
                 pass
+    if "torch._dynamo" in sys.modules:
+        guards.keep_out_of_compilation()
 
 
 def _learner_traceback(exc: BaseException, path: str) -> str:
