@@ -87,3 +87,25 @@ def test_a_notebook_named_to_check_says_where_it_is_graded(cli, workdir):
         assert r.code == 2 and r.out == "", r.text
         assert (f"sdpa.ipynb is a notebook: run its `%%torchcode sdpa` cell in Jupyter to grade it. `torchcode {command}` "
                 "grades a Python file: `torchcode start sdpa` writes sdpa.py") in r.err, r.err
+
+
+def test_limits_and_bench_arguments_out_of_range_are_usage_errors(cli, workdir):
+    """`--total-time-limit 0` blamed the learner's file ("importing your file took longer than 0 s"), `--time-limit 0`
+    was silently the problem's own limit, `bench --reps 0` graded first and failed after; `new sdpa` wrote a pack
+    whose problem clashes with the built-in one ("it validates as written", then every command refused the pack)."""
+    runs = at_once(*[lambda a=a: cli(*a.split()) for a in (
+        "check sdpa --time-limit 0", "check sdpa --total-time-limit 0 --json", "check sdpa --memory-limit -5",
+        "watch sdpa --time-limit -1", "grade . --time-limit inf", "bench sdpa --reps 0", "bench sdpa --sizes 0,5",
+        "new sdpa --dir pack")])
+    said = [r.err.strip() for r in runs]
+    assert all(r.code == 2 for r in runs) and "Traceback" not in "".join(said), said
+    assert said == ["error: --time-limit must be a number of seconds above 0, not 0",
+                    "error: --total-time-limit must be a number of seconds above 0, not 0",
+                    "error: --memory-limit must be a number of MB above 0, not -5",
+                    "error: --time-limit must be a number of seconds above 0, not -1",
+                    "error: --time-limit must be a number of seconds above 0, not inf",
+                    "error: --reps must be at least 1, not 0",
+                    "error: --sizes must be whole numbers of at least 1, not 0,5",
+                    "error: 'sdpa' is already a built-in problem, and an id defined twice is an error: pick another id"]
+    assert runs[1].out.strip() == '{"error": "--total-time-limit must be a number of seconds above 0, not 0", "exit_code": 2}'
+    assert not (workdir / "pack").exists()

@@ -16,7 +16,8 @@ import tempfile
 from pathlib import Path
 
 from torchcode.commands import interrupts
-from torchcode.commands.common import catalog, display_path, resolve_target, store, wanted_dtypes, warn_store
+from torchcode.commands.common import (catalog, check_limits, display_path, resolve_target, store, wanted_dtypes,
+                                      warn_store)
 from torchcode.errors import StoreError, UsageError
 from torchcode.progress import SEED_MAX, SEED_MIN
 from torchcode.progress.record import record_report
@@ -33,6 +34,7 @@ def run(target: str | None, problem: str | None, seed: int | None, as_json: bool
     if seed is not None and not SEED_MIN <= seed <= SEED_MAX:
         raise UsageError(f"--seed must be a whole number from {SEED_MIN} to {SEED_MAX} "
                          f"(the seed a check prints), not {seed}")
+    check_limits(limits)
     cat = catalog(problems_dirs)
     st = store()
     spec, path = resolve_target(cat, st, target, problem)

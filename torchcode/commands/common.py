@@ -139,6 +139,18 @@ def _did_you_mean(path: Path) -> str:
     return f". Did you mean: {', '.join(str(folder / c) if str(path.parent) != '.' else c for c in close)}?" if close else ""
 
 
+def check_limits(limits) -> None:
+    """--time-limit, --total-time-limit and --memory-limit as typed: a bad one is the user's argument, not a verdict
+    on the code (a limit of 0 s said the file took too long to import)."""
+    import math
+
+    for flag, value in (("--time-limit", limits.time_limit), ("--total-time-limit", limits.total_limit)):
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise UsageError(f"{flag} must be a number of seconds above 0, not {value:g}")
+    if not limits.memory_mb > 0:
+        raise UsageError(f"--memory-limit must be a number of MB above 0, not {limits.memory_mb}")
+
+
 def wanted_dtypes(spec, asked: list[str] | None) -> list[str] | None:
     """The dtypes a --dtype option asks of ``spec`` (None: the device's default; ["all"]: every one it declares)."""
     if not asked:

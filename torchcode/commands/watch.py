@@ -22,7 +22,7 @@ from pathlib import Path
 
 from torchcode.commands import interrupts
 from torchcode.commands.common import wanted_dtypes
-from torchcode.commands.common import catalog, display_path, resolve_target, store
+from torchcode.commands.common import catalog, check_limits, display_path, resolve_target, store
 from torchcode.errors import GraderError, StoreError, UsageError
 from torchcode.progress import SEED_MAX, SEED_MIN
 from torchcode.render import console, err_console
@@ -42,6 +42,7 @@ def run(target: str | None, problem: str | None, seed: int | None, limits, probl
     interrupts.message = "stopped watching"
     if seed is not None and not SEED_MIN <= seed <= SEED_MAX:
         raise UsageError(f"--seed must be a whole number from {SEED_MIN} to {SEED_MAX}, not {seed}")
+    check_limits(limits)
     cat = catalog(problems_dirs)
     st = store()
     spec, path = resolve_target(cat, st, target, problem, "watch")
