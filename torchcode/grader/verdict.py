@@ -125,12 +125,14 @@ def judge_case(pol: GradingPolicy, p: Prepared, reply: dict, tensors: list[torch
             m = _grad(pol, f"gradient of {p.leaf_labels[idx]}", in_grads.get(idx), g, p.ref.input_grads.get(idx),
                       p.spread.input_grads.get(idx) if p.spread else None)
             if m:
-                return _wrong_grad(res, m) if isinstance(m, Mismatch) else _bad_grad(res, m)
+                dtype = _dtype(p.ref.input_grads.get(idx))
+                return _wrong_grad(res, m, dtype) if isinstance(m, Mismatch) else _bad_grad(res, m)
         for name, g in p.gold.param_grads.items():
             m = _grad(pol, f"gradient of {name}", p_grads.get(name), g, p.ref.param_grads.get(name),
                       p.spread.param_grads.get(name) if p.spread else None)
             if m:
-                return _wrong_grad(res, m) if isinstance(m, Mismatch) else _bad_grad(res, m)
+                dtype = _dtype(p.ref.param_grads.get(name))
+                return _wrong_grad(res, m, dtype) if isinstance(m, Mismatch) else _bad_grad(res, m)
     return res
 
 
@@ -350,12 +352,21 @@ def _no_grad(what: str) -> str:
             "(.detach(), .data, .item(), torch.no_grad(), or building a new tensor from values)")
 
 
-def _wrong_grad(res: CaseResult, m: Mismatch) -> CaseResult:
+def _dtype(t) -> torch.dtype | None:
+    return t.dtype if isinstance(t, torch.Tensor) else None
+
+
+def _wrong_grad(res: CaseResult, m: Mismatch, dtype: torch.dtype | None) -> CaseResult:
     """Gradients are compared only once every output matched: say so, and where such bugs come from."""
     _wrong(res, m)
     res.message += (". Your outputs are right, only the gradients are not: look for a value cut off from autograd "
                     "(.detach(), .data, torch.no_grad(), a returned cache detached) or a torch.where whose unused "
                     "branch is inf or NaN (its gradient is then NaN)")
+    if dtype in (torch.float16, torch.bfloat16):
+        name = str(dtype).removeprefix("torch.")
+        res.message += (f"; or, if this case passes in float32, a step of your backward that leaves {name}'s range or "
+                        "precision (the gradient of a reciprocal 1 / x is scaled by 1 / x^2, which underflows: divide "
+                        "by x instead). Compute that step in float32, or reorder it")
     return res
 
 
