@@ -109,3 +109,16 @@ def test_limits_and_bench_arguments_out_of_range_are_usage_errors(cli, workdir):
                     "error: 'sdpa' is already a built-in problem, and an id defined twice is an error: pick another id"]
     assert runs[1].out.strip() == '{"error": "--total-time-limit must be a number of seconds above 0, not 0", "exit_code": 2}'
     assert not (workdir / "pack").exists()
+
+
+def test_start_into_a_folder_and_check_of_a_problem_not_started(cli, workdir):
+    """`start sdpa -o sub` refused (the folder "already exists"; --force would have written over a folder); `check -p
+    gqa` with no gqa.py said "no such file: /abs/path/gqa.py", after importing torch, where `check gqa` says what to do."""
+    (workdir / "sub").mkdir()
+    py, nb, check = at_once(lambda: cli("start", "sdpa", "-o", "sub"), lambda: cli("start", "rope", "-o", "sub", "--notebook"),
+                            lambda: cli("check", "-p", "gqa"))
+    assert py.code == 0 and "Wrote sub/sdpa.py" in py.out, py.text
+    assert nb.code == 0 and "Wrote sub/rope.ipynb" in nb.out, nb.text
+    assert (workdir / "sub" / "sdpa.py").is_file() and (workdir / "sub" / "rope.ipynb").is_file()
+    assert check.code == 2 and check.err.strip() == ("error: no file gqa.py to check. Run `torchcode start gqa` first, "
+                                                     "or `torchcode check FILE --problem gqa`."), check.err

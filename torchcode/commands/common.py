@@ -80,7 +80,11 @@ def resolve_target(cat: Catalog, st: Store, target: str | None, problem: str | N
     if target is None:
         if problem:
             spec = cat.get(problem)
-            return spec, learner_file(st, spec, cwd)
+            path = learner_file(st, spec, cwd)
+            if not path.is_file():
+                raise UsageError(f"no file {display_path(path)} to {command}. Run `torchcode start {spec.id}` first, "
+                                 f"or `torchcode {command} FILE --problem {spec.id}`.")
+            return spec, path
         last = st.last_started(cwd)
         if last is None:
             raise UsageError("nothing has been started in this directory. Run `torchcode start PROBLEM`, or name "

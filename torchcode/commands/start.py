@@ -28,7 +28,7 @@ def start(problem: str, file: Path | None, force: bool, problems_dirs: list[Path
     spec = catalog(problems_dirs).get(problem)
     if notebook:
         return _start_notebook(spec, file, force)
-    path = (file or Path(f"{spec.id}.py")).resolve()
+    path = _into_folder(file, spec.id, ".py")
     written = write_stub(spec, path, force=force)
     _remember(spec, path)
     if written.backup:
@@ -39,11 +39,17 @@ def start(problem: str, file: Path | None, force: bool, problems_dirs: list[Path
     return 0
 
 
+def _into_folder(file: Path | None, pid: str, suffix: str) -> Path:
+    """``-o FILE``, or ``-o FOLDER`` for FOLDER/PROBLEM.py (it named the folder as a file that exists)."""
+    path = (file or Path(f"{pid}{suffix}")).resolve()
+    return path / f"{pid}{suffix}" if path.is_dir() else path
+
+
 def _start_notebook(spec, file: Path | None, force: bool) -> int:
     """A notebook is not remembered as this directory's file: `check` grades Python files."""
     from torchcode.scaffold.notebook import render_notebook
 
-    path = (file or Path(f"{spec.id}.ipynb")).resolve()
+    path = _into_folder(file, spec.id, ".ipynb")
     written = write_stub(spec, path, force=force, text=render_notebook(spec))
     if written.backup:
         echo(f"Backed up the old file to {display_path(written.backup)}")
