@@ -58,8 +58,7 @@ def compare(what: str, got: torch.Tensor, gold: torch.Tensor, ref: torch.Tensor,
     if worst <= allowed:
         return None
     flat = int(torch.argmax(torch.where(torch.isinf(diff), torch.full_like(diff, 1e308), diff)))
-    index = list(torch.unravel_index(torch.tensor(flat), gold64.shape)) if gold64.dim() else []
-    index = [int(i) for i in index]
+    index = _unravel(flat, gold64.shape)
     expected, value = gold64.reshape(-1)[flat].item(), got64.reshape(-1)[flat].item()
     rel = (diff / (gold64.abs() + 1e-12 + floor * scale))
     return Mismatch(
@@ -68,6 +67,16 @@ def compare(what: str, got: torch.Tensor, gold: torch.Tensor, ref: torch.Tensor,
         expected=expected, got=value, allowed=allowed,
         bad=int((diff > allowed).sum()), total=int(keep.sum()),
     )
+
+
+def _unravel(flat: int, shape) -> list[int]:
+    """The index of element ``flat`` of a contiguous tensor of ``shape`` (torch.unravel_index imports sympy:
+    a second of CPU in the first check that finds a mismatch)."""
+    index = []
+    for n in reversed(shape):
+        flat, i = divmod(flat, n)
+        index.append(i)
+    return index[::-1]
 
 
 def property_error(a: torch.Tensor, b: torch.Tensor) -> float:
