@@ -306,15 +306,20 @@ class Guard:
     def _record(self, out, inputs=(), written=()) -> None:
         """Remember the largest storage an op produced: a fresh one, or one it wrote into (in place, ``out=``),
         which may have been made before the call (a view of an input's storage is no new memory)."""
-        seen = {_storage_ptr(t) for t in inputs if isinstance(t, torch.Tensor)}
-        mine = {_storage_ptr(t) for t in written}
-        for t in [*(out if isinstance(out, (tuple, list)) else (out,)), *written]:
-            if (isinstance(t, torch.Tensor) and t.layout == torch.strided
-                    and (_storage_ptr(t) not in seen or _storage_ptr(t) in mine)):
+        seen = mine = None  # the storages of the inputs and of what it wrote into, looked up only for a tensor
+        for t in [*(out if isinstance(out, (tuple, list)) else (out,)), *written]:  # that would set a new largest
+            if isinstance(t, torch.Tensor) and t.layout == torch.strided:
                 try:
                     n = t.untyped_storage().nbytes() // max(t.element_size(), 1)
                 except (RuntimeError, NotImplementedError):
                     n = t.numel()
+                if n <= self.largest and n * t.element_size() <= self.largest_bytes:
+                    continue  # fresh or not, it changes nothing
+                if seen is None:
+                    seen = {_storage_ptr(i) for i in inputs if isinstance(i, torch.Tensor)}
+                    mine = {_storage_ptr(w) for w in written}
+                if _storage_ptr(t) in seen and _storage_ptr(t) not in mine:
+                    continue
                 if n > self.largest:
                     shape = list(t.shape) if n == t.numel() else [n]  # a buffer written in part: all of it
                     if self.max_elements is not None and self.largest < self.max_elements <= n:
@@ -324,16 +329,15 @@ class Guard:
 
     def _count(self, func, args, kwargs, out) -> None:
         """Add an op's arithmetic to ``work`` and remember the widest reduction (float inputs only)."""
-        name = getattr(getattr(func, "overloadpacket", None), "__name__", "")
-        tags = getattr(func, "tags", ())
+        name, matmul, reduction, pointwise = _kind(func)
         first = args[0] if args and isinstance(args[0], torch.Tensor) else None
-        if name in _MATMUL:
+        if matmul:
             a = args[1] if name.startswith(("add", "_addmm")) or name == "baddbmm" else args[0]
             inner = a.shape[-1] if isinstance(a, torch.Tensor) and a.dim() else 1
             n = sum(t.numel() for t in _tensors(out))
             self.work += n * inner
             self._widest(inner, name, a)
-        elif first is not None and (name in _SOFTMAX or torch.Tag.reduction in tags):
+        elif first is not None and reduction:
             self.work += first.numel()
             dim = args[1] if len(args) > 1 else (kwargs or {}).get("dim")
             dims = [dim] if isinstance(dim, int) else list(dim) if isinstance(dim, (list, tuple)) else []
@@ -342,7 +346,7 @@ class Guard:
                 for d in dims:
                     extent *= first.shape[d]
                 self._widest(extent, name, first)
-        elif torch.Tag.pointwise in tags or name in _OUTER:
+        elif pointwise:
             self.work += max((t.numel() for t in _tensors(out)), default=0)
         elif first is not None:
             extent = _extent(name, func, args, kwargs, first)
@@ -722,10 +726,36 @@ def _tensors(*trees) -> list[torch.Tensor]:
     return found
 
 
+_KINDS: dict = {}  # op -> what _count does with it, looked up once per op (a third of the guard's time per op)
+
+
+def _kind(func) -> tuple[str, bool, bool, bool]:
+    """An op's packet name, and whether it is a matrix product, a softmax or reduction, pointwise (or an outer
+    product: one multiply-add per element written)."""
+    kind = _KINDS.get(func)
+    if kind is None:
+        name = getattr(getattr(func, "overloadpacket", None), "__name__", "")
+        tags = getattr(func, "tags", ())
+        kind = (name, name in _MATMUL, name in _SOFTMAX or torch.Tag.reduction in tags,
+                torch.Tag.pointwise in tags or name in _OUTER)
+        if isinstance(func, torch._ops.OpOverload):  # torch's own, one object per op for the process's life
+            _KINDS[func] = kind
+    return kind
+
+
+_NAMES: dict = {}  # OpOverload -> its name, asked once per op
+
+
 def _op_name(func) -> str:
     """'aten::x.overload' for an OpOverload, 'aten::x' for a packet."""
+    name = _NAMES.get(func) if isinstance(func, torch._ops.OpOverload) else None
+    if name is not None:
+        return name
     try:
-        return func.name() if isinstance(func, torch._ops.OpOverload) else func._qualified_op_name
+        if isinstance(func, torch._ops.OpOverload):
+            name = _NAMES[func] = func.name()
+            return name
+        return func._qualified_op_name
     except AttributeError:
         return ""
 
