@@ -234,7 +234,7 @@ def _validate(v: ProblemValidation, spec: ProblemSpec, grader, seeds: tuple[int,
 
 
 def _case_bytes(problem, cdef, seed: int) -> bytes:
-    prep = problem.prepare(cdef, seed)
+    prep = problem.build(cdef, seed)  # built anew each time (prepare would hand back the same one)
     return repr(prep.header).encode() + b"".join(prep.message.blobs)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import random
+import threading
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,6 +69,8 @@ class Problem:
         if self.reference is None:
             raise SpecError(spec.solution_path, None, f"does not define {spec.entry.name}")
         self._shapes: dict = {}  # the reference's parameter shapes, by constructor arguments
+        self._built: dict[int, dict] = {}  # seed -> {(case, dtype, device, replay): Prepared}, the latest seeds
+        self._built_lock = threading.Lock()  # a grade and the next one's cases (prepare_ahead) build at once
         e = spec.entry
         if e.is_module:
             self.calling = execute.Calling(e.params, _required(self.reference.forward, e.params, True),
@@ -89,8 +92,29 @@ class Problem:
             raise SpecError(self.spec.cases_path, None, f"case '{cdef.name}' raised {type(e).__name__}: {e}{where}",
                             "fix that case function (run `torchcode validate` on the problem)") from None
 
+    KEPT_SEEDS = 3  # the cases of this many seeds are kept: a class graded on one seed, `validate` on three (its
+    # default) grade many files on the same cases (at most about 12 MB a seed, minimind_attention in every dtype)
+
     def prepare(self, cdef: caseapi.CaseDef, seed: int, dtype: str = "float32", device: str = "cpu",
                 replay: bool = False) -> Prepared | None:
+        """``build``, or the same case built earlier on the same seed (a Prepared is only ever read: the
+        worker gets a copy of its tensors over the wire, and the verdict reads the expected values)."""
+        key = (cdef.name, dtype, device, replay)
+        with self._built_lock:
+            kept = self._built.get(seed)
+            if kept is not None and key in kept:
+                return kept[key]
+        prep = self.build(cdef, seed, dtype, device, replay)
+        with self._built_lock:
+            kept = self._built.pop(seed, None) or {}
+            kept.setdefault(key, prep)
+            self._built[seed] = kept  # the most recently used seed last
+            while len(self._built) > self.KEPT_SEEDS:
+                del self._built[next(iter(self._built))]
+            return kept[key]
+
+    def build(self, cdef: caseapi.CaseDef, seed: int, dtype: str = "float32", device: str = "cpu",
+              replay: bool = False) -> Prepared | None:
         """Build a case and run the reference on it. ``replay``: the same case with new values (same shapes,
         same other arguments, new weights), forward only, or None when the case's shapes depend on the values."""
         variant = REPLAY if replay else ""
