@@ -153,13 +153,16 @@ def _reject_constant(name: str):
 
 def _check_depth(obj, limit: int = MAX_DEPTH) -> None:
     """Nesting at most ``limit`` deep (iteratively: a deep value cannot exhaust the stack here)."""
-    stack = [(obj, 1)]
+    if not isinstance(obj, (dict, list)):
+        return
+    stack = [(obj, 1)]  # containers only: a long list of numbers costs one look at each, no more
     while stack:
         v, d = stack.pop()
-        if isinstance(v, (dict, list)):
-            if d > limit:
-                raise ProtocolError(f"header nested deeper than {limit}")
-            stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
+        if d > limit:
+            raise ProtocolError(f"header nested deeper than {limit}")
+        for x in (v.values() if isinstance(v, dict) else v):
+            if isinstance(x, (dict, list)):
+                stack.append((x, d + 1))
 
 
 def parse_header(raw: bytes | bytearray) -> dict:
