@@ -22,9 +22,21 @@ def pytest_configure(config):
     # The grader forks its zygote from this process, which must not have run a tensor op
     # yet (a fork after torch computed can hang). So it is created first, once.
     global _GRADER
+    if getattr(config.option, "dist", "no") != "no" and "PYTEST_XDIST_WORKER" not in os.environ:
+        _whole_files(config)
+        return  # pytest-xdist's controller runs no test: only its workers need a grader
     from torchcode.grader.judge import Grader
 
     _GRADER = Grader()
+
+
+def _whole_files(config) -> None:
+    """`-n 2` alone hands out tests one by one ("load"): a module's tests then run in both processes, and its
+    module-scoped fixtures (a class graded, a pack validated, a server, a venv) run twice, and each process
+    builds the cases of the same problems. Unless --dist is given, whole files instead ("loadfile": the files
+    with the most tests first, so the long ones start at once and the short ones fill in at the end)."""
+    if config.option.dist == "load" and not any(a == "-d" or a.startswith("--dist") for a in config.invocation_params.args):
+        config.option.dist = "loadfile"
 
 
 def pytest_runtest_logreport(report):
