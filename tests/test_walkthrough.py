@@ -122,3 +122,13 @@ def test_start_into_a_folder_and_check_of_a_problem_not_started(cli, workdir):
     assert (workdir / "sub" / "sdpa.py").is_file() and (workdir / "sub" / "rope.ipynb").is_file()
     assert check.code == 2 and check.err.strip() == ("error: no file gqa.py to check. Run `torchcode start gqa` first, "
                                                      "or `torchcode check FILE --problem gqa`."), check.err
+
+
+def test_help_says_what_new_and_validate_take(cli, workdir):
+    """`new --help` said "a Python identifier", and `new Foo` (one) is refused; `validate --help` said "default: all"
+    where, with --problems-dir, it validates the pack's problems only."""
+    new_help, refused, validate_help = at_once(lambda: cli("new", "--help"), lambda: cli("new", "Foo"),
+                                               lambda: cli("validate", "--help"))
+    assert "lower-case letters, digits and underscores, starting with a letter" in " ".join(new_help.out.split())
+    assert refused.code == 2 and "use lower-case letters, digits and underscores" in refused.err, refused.text
+    assert "(default: all; with --problems-dir, the pack's)" in " ".join(validate_help.out.split()), validate_help.out

@@ -223,7 +223,7 @@ def solution(problem: ProblemArg,
 
 
 @app.command()
-def new(problem: Annotated[str, typer.Argument(metavar="PROBLEM", help="The new problem's id (a Python identifier).")],
+def new(problem: Annotated[str, typer.Argument(metavar="PROBLEM", help="The new problem's id: lower-case letters, digits and underscores, starting with a letter.")],
         kind: Annotated[str, typer.Option(help="function or module")] = "function",
         dir_: Annotated[Path, typer.Option("--dir", help="The pack folder to create it in.")] = Path("."),
         title: Annotated[Optional[str], typer.Option(help="The problem's title.")] = None):
@@ -234,7 +234,7 @@ def new(problem: Annotated[str, typer.Argument(metavar="PROBLEM", help="The new 
 
 
 @app.command()
-def validate(problems: Annotated[Optional[list[str]], typer.Argument(metavar="[PROBLEM]...", show_default=False, help="Problem ids (default: all).")] = None,
+def validate(problems: Annotated[Optional[list[str]], typer.Argument(metavar="[PROBLEM]...", show_default=False, help="Problem ids (default: all; with --problems-dir, the pack's).")] = None,
              seeds: Annotated[int, typer.Option(help="How many seeds the reference must pass on.")] = 3,
              problems_dir: PacksOpt = None):
     """Check problems: spec, statement, stub, reference on several seeds, known-wrong and correct variants, time."""
