@@ -85,6 +85,8 @@ ESCAPE_HATCHES = {
     "__defaults__": _FRAMES,
     "__globals__": _FRAMES,
     "__wrapped__": _FRAMES,
+    "setprofile": "runs code inside the grader's guards (a profile hook)",
+    "settrace": "runs code inside the grader's guards (a trace hook)",
     "torchcode": "reaches into the grader and its reference solutions",
 }
 
@@ -436,7 +438,7 @@ class _CallGuard(TorchFunctionMode):
         if name is None and isinstance(func, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
             name = guard.ops.get(_op_name(func))
         if name is None and guard.measured and not guard.measuring:
-            name = _leaves_torch(guard, func, args)
+            name = _leaves_torch(guard, func, args) or _subclassed(func, args, kwargs)
         if name is not None:
             guard.forbid(name)
         return func(*args, **(kwargs or {}))
@@ -446,7 +448,11 @@ class _CallGuard(TorchFunctionMode):
 # only torch's own ops are measured: the same computation in numpy or in Python lists would go unseen. So
 # there, tensor data may not leave torch in bulk; a few scalars (a loop bound, a debug value) may.
 EXPORTS = {"numpy", "__array__", "tolist", "__dlpack__", "untyped_storage", "_typed_storage", "storage",
-           "data_ptr", "const_data_ptr", "__reduce_ex__", "__reduce__", "__getstate__", "__array_wrap__"}
+           "data_ptr", "const_data_ptr", "__reduce_ex__", "__reduce__", "__getstate__", "__array_wrap__",
+           "apply_", "map_", "map2_"}  # the last three hand every element to a Python callable
+# Tensor methods that run the learner's Python (a custom autograd Function's backward, hooks) while this guard's
+# call mode is off the stack: refused where a case measures. torch.autograd.grad runs them watched.
+CALLS_BACK = {"backward"}
 # The same ways out that are plain functions, which torch function modes never see: wrapped in the worker.
 EXPORT_FUNCTIONS = (("torch.utils.dlpack", "to_dlpack"), ("torch._C", "_to_dlpack"), ("torch._C", "_to_dlpack_versioned"),
                     ("torch._C", "_pickle_save"))
@@ -506,6 +512,36 @@ def watch_registrations() -> None:
     C._dispatch_library = watched
 
 
+# Ways to run Python at any moment, the guards' own handlers included (which run with the guard modes off the
+# stack, where nothing is measured or refused): a profile or trace hook runs at every call, a signal handler
+# between any two bytecodes. Submissions never need them: the worker replaces them with functions that refuse
+# a Python callable (ignoring a signal, or None, stays allowed). (module, function, index of the callable)
+HOOKS = (("sys", "setprofile", 0), ("sys", "settrace", 0), ("signal", "signal", 1), ("_signal", "signal", 1),
+         ("threading", "setprofile", 0), ("threading", "settrace", 0))
+
+
+def refuse_hooks() -> None:
+    """Wrap HOOKS (worker only, after its own signal handlers are set): installing a Python callable through one
+    is a forbidden call."""
+    for module, name, at in HOOKS:
+        mod = sys.modules.get(module) or importlib.import_module(module)
+        fn = getattr(mod, name, None)
+        if fn is None or getattr(fn, "__torchcode_watched__", False):
+            continue
+
+        def refusing(*args, __fn=fn, __at=at, __name=f"{module.lstrip('_')}.{name}"):
+            if len(args) > __at and callable(args[__at]):
+                why = f"{__name} (a hook or signal handler runs inside the grader's guards, where they cannot see it)"
+                if _ACTIVE:
+                    _ACTIVE[-1].forbid(why)
+                _REPORT[0](forbidden=why)
+                raise ForbiddenCall(f"{why} is forbidden")
+            return __fn(*args)
+
+        refusing.__torchcode_watched__ = True
+        setattr(mod, name, refusing)
+
+
 def _from_torch(frame) -> bool:
     """Whether the registration was asked for by torch's own code (a lazy import), not by the learner's."""
     while frame is not None and frame.f_code.co_filename.startswith(_REGISTERING):
@@ -520,6 +556,8 @@ def _leaves_torch(guard: Guard, func, args) -> str | None:
         return None
     if name in EXPORTS:
         return f"Tensor.{name} ({_LEAVING})"
+    if name in CALLS_BACK and owner:
+        return f"Tensor.{name} during the call (what it runs is not watched there: use torch.autograd.grad)"
     if name in SCALARS or name in TEXT:
         guard.scalars += _shown(args[0]) if name in TEXT and args else 1
         if guard.scalars > MAX_SCALARS:
@@ -527,10 +565,22 @@ def _leaves_torch(guard: Guard, func, args) -> str | None:
     return None
 
 
+def _subclassed(func, args, kwargs) -> str | None:
+    """A call on a tensor subclass: its ``__torch_function__`` runs next, with this mode off the stack (where it
+    could take data out of torch unseen)."""
+    for t in _tensors(args, kwargs):
+        if type(t) not in _PLAIN:
+            return (f"{getattr(func, '__name__', 'a torch function')} on a tensor subclass ({_type_name(type(t))}: "
+                    f"{_UNSEEN} what it runs: use plain tensors)")
+    return None
+
+
 def _shown(t) -> int:
     """How many of a tensor's elements its text (repr, str, format) shows: all, or the edges when summarised."""
     if not isinstance(t, torch.Tensor):
         return 0
+    if type(t) not in _PLAIN:  # its numel() or shape would be the learner's Python, run here unguarded
+        return MAX_SCALARS + 1
     try:
         opts = torch._tensor_str.PRINT_OPTS
         if t.numel() <= opts.threshold:
@@ -567,14 +617,21 @@ class _KernelGuard(TorchDispatchMode):
                 guard.forbid(name)
         inputs = _tensors(args, kwargs)
         if guard.measured:
-            why = _unmeasurable(func, types, args, kwargs, inputs)
+            why = _unmeasurable(func, args, kwargs, inputs)
             if why:
                 guard.forbid(why)
         out = func(*args, **(kwargs or {}))
+        outputs = _tensors(out)
+        if not all(type(t) in _PLAIN for t in outputs) or not all(type(t) in _PLAIN for t in inputs):
+            # a subclass's methods and properties are the learner's Python: never call them here (they would run
+            # inside this handler, with both guard modes off the stack). Nothing to measure where no case bounds.
+            if guard.measured:
+                guard.forbid(f"{_op_name(func)} on a tensor subclass ({_UNSEEN} what it runs: use plain tensors)")
+            return out
         guard.measuring = True  # its own look at the tensors (untyped_storage) is no export of the learner's
         try:
             if guard.measured:
-                why = _unmeasurable(func, (), (), None, _tensors(out))
+                why = _unmeasurable(func, (), None, outputs)
                 if why:
                     guard.forbid(why)
             guard._record(out, inputs, _written(func, args, kwargs))
@@ -587,18 +644,19 @@ class _KernelGuard(TorchDispatchMode):
 _UNSEEN = "this case measures memory and work and cannot see"
 
 
-def _unmeasurable(func, types, args, kwargs, tensors) -> str:
-    """Why this op's work would escape the guard's measures ('' if it would not): an operator of the learner's
-    own or a tensor subclass with its own ``__torch_dispatch__`` (their Python runs while the guard's mode is off
-    the stack), sparse or nested tensors, or an op that combines values in a way the guard does not measure."""
+def _unmeasurable(func, args, kwargs, tensors) -> str:
+    """Why this op's work would escape the guard's measures ('' if it would not): a tensor subclass (its
+    ``__torch_dispatch__`` or methods would run the learner's Python while the guard's modes are off the stack),
+    torch's Python dispatcher or an operator of the learner's own (the same, for their kernels), sparse or nested
+    tensors, or an op that combines values in a way the guard does not measure."""
     name = _op_name(func)
+    for t in tensors:
+        if type(t) not in _PLAIN:  # checked before anything of the tensor's own is looked at
+            return f"{name} on a tensor subclass ({_type_name(type(t))}: {_UNSEEN} what it runs: use plain tensors)"
     if _python_dispatcher():
         return f"{name} under torch's Python dispatcher ({_UNSEEN} what the Python kernels it runs compute)"
     if getattr(func, "namespace", "aten") not in ("aten", "prims"):
         return f"{name} (an operator of your own: {_UNSEEN} inside its kernel)"
-    for t in types:
-        if getattr(t, "__torch_dispatch__", _PLAIN_DISPATCH) is not _PLAIN_DISPATCH:
-            return f"{name} on a tensor subclass with __torch_dispatch__ ({_type_name(t)}: {_UNSEEN} what it runs)"
     for t in tensors:
         if t.layout != torch.strided or t.is_nested:
             kind = "nested" if t.is_nested else str(t.layout).replace("torch.", "")
@@ -611,7 +669,7 @@ def _unmeasurable(func, types, args, kwargs, tensors) -> str:
     return ""
 
 
-_PLAIN_DISPATCH = torch.Tensor.__torch_dispatch__
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
 
 
 def _python_dispatcher() -> bool:

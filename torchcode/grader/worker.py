@@ -424,6 +424,7 @@ class Worker:
         guards.ban_kernels(self.forbidden)
         guards.watch_exports()
         guards.watch_registrations()
+        guards.refuse_hooks()
         _hide_grader_modules()
         module = types.ModuleType("submission")
         module.__file__ = self.path
