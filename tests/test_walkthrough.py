@@ -92,11 +92,13 @@ def test_a_notebook_named_to_check_says_where_it_is_graded(cli, workdir):
 def test_limits_and_bench_arguments_out_of_range_are_usage_errors(cli, workdir):
     """`--total-time-limit 0` blamed the learner's file ("importing your file took longer than 0 s"), `--time-limit 0`
     was silently the problem's own limit, `bench --reps 0` graded first and failed after; `new sdpa` wrote a pack
-    whose problem clashes with the built-in one ("it validates as written", then every command refused the pack)."""
+    whose problem clashes with the built-in one ("it validates as written", then every command refused the pack);
+    `--dtype all --dtype float16` said "--dtype must be one of float32, bfloat16, float16 or all, not all"."""
+    (workdir / "sdpa.py").write_text(SOLUTION)
     runs = at_once(*[lambda a=a: cli(*a.split()) for a in (
         "check sdpa --time-limit 0", "check sdpa --total-time-limit 0 --json", "check sdpa --memory-limit -5",
         "watch sdpa --time-limit -1", "grade . --time-limit inf", "bench sdpa --reps 0", "bench sdpa --sizes 0,5",
-        "new sdpa --dir pack")])
+        "new sdpa --dir pack", "check sdpa --dtype all --dtype float16")])
     said = [r.err.strip() for r in runs]
     assert all(r.code == 2 for r in runs) and "Traceback" not in "".join(said), said
     assert said == ["error: --time-limit must be a number of seconds above 0, not 0",
@@ -106,7 +108,8 @@ def test_limits_and_bench_arguments_out_of_range_are_usage_errors(cli, workdir):
                     "error: --time-limit must be a number of seconds above 0, not inf",
                     "error: --reps must be at least 1, not 0",
                     "error: --sizes must be whole numbers of at least 1, not 0,5",
-                    "error: 'sdpa' is already a built-in problem, and an id defined twice is an error: pick another id"]
+                    "error: 'sdpa' is already a built-in problem, and an id defined twice is an error: pick another id",
+                    "error: --dtype all already grades every dtype sdpa declares: give it alone, not with float16"]
     assert runs[1].out.strip() == '{"error": "--total-time-limit must be a number of seconds above 0, not 0", "exit_code": 2}'
     assert not (workdir / "pack").exists()
 

@@ -161,6 +161,9 @@ def wanted_dtypes(spec, asked: list[str] | None) -> list[str] | None:
         return None  # the default for the device
     if asked == ["all"]:
         return list(spec.grading.dtypes)
+    if "all" in asked:
+        raise UsageError(f"--dtype all already grades every dtype {spec.id} declares: give it alone, "
+                         f"not with {', '.join(d for d in asked if d != 'all')}")
     unknown = [d for d in asked if d not in DTYPES]
     if unknown:
         raise UsageError(f"--dtype must be one of {', '.join(DTYPES)} or all, not {', '.join(unknown)}")
