@@ -1,5 +1,6 @@
 # expect: accepted
-# alternative: heads split by torch.vmap twice (over batch, then over heads): one_head sees (S, d_k) tensors
+# alternative: heads split by torch.vmap twice (over batch, then over heads): one_head sees (S, d_k) tensors;
+# forward(self, query, key, value): passed by position, so any names do
 import math
 
 import torch
@@ -17,8 +18,9 @@ class MultiHeadAttention(nn.Module):
         self.W_q, self.W_k = nn.Linear(d_model, d_model), nn.Linear(d_model, d_model)
         self.W_v, self.W_o = nn.Linear(d_model, d_model), nn.Linear(d_model, d_model)
 
-    def forward(self, Q, K, V):
-        B, Sq, d = Q.shape
-        split = lambda x: x.reshape(B, x.shape[1], self.h, d // self.h)
-        out = torch.vmap(torch.vmap(one_head, in_dims=1, out_dims=1))(split(self.W_q(Q)), split(self.W_k(K)), split(self.W_v(V)))
+    def forward(self, query, key, value):
+        B, Sq, d = query.shape
+        q, k, v = (t.reshape(B, t.shape[1], self.h, d // self.h)
+                   for t in (self.W_q(query), self.W_k(key), self.W_v(value)))  # (B, S, h, d_k)
+        out = torch.vmap(torch.vmap(one_head, in_dims=1, out_dims=1))(q, k, v)  # batch, then heads (dim 1 of each)
         return self.W_o(out.reshape(B, Sq, d))
