@@ -51,10 +51,11 @@ def test_numerics_bugs_are_caught_in_float32_alone(grader, catalog, pid, name, c
     ("repeat_kv", "output_in_default_dtype", "keep the inputs' dtype"),
     ("causal_attention", "softmax_on_data", "no gradient of Q"),
     ("linear_attention", "reciprocal_normaliser", "if this case passes in float32, a step of your backward"),
+    ("cross_attention", "memory_shared_across_batch", "attend within each batch element"),
 ])
 def test_round_three_rejections_say_what_to_fix(grader, catalog, pid, name, words):
     """A view_as_complex on a transposed input, a float32 buffer for half-precision inputs, a softmax of .data, a
-    gradient that only float16 gets wrong (which no .detach() explains)."""
+    gradient that only float16 gets wrong (which no .detach() explains), batch elements that read each other."""
     report = grade_all_dtypes(grader, catalog, pid, name)
     assert report.verdict.value != "accepted" and words in report.message, report.message
 

@@ -48,6 +48,16 @@ def large_inputs(rng):
     return cross(rng, 32, 2, B=2, Sq=4, Skv=6, scale=12.0)
 
 
+@case(targets="batch elements are independent: each query reads only its own sentence's memory")
+def batch_elements_independent(rng):
+    x, mem = rng.randn(2, 3, 32), rng.randn(2, 5, 32)
+    mem2 = mem.clone()
+    mem2[1] = rng.randn(5, 32)  # only batch element 1's memory changes
+    return Case(init=dict(d_model=32, num_heads=4), steps=[Call(x, mem), Call(x, mem2)], checks=[Same(
+        Out(1)[0], Out(0)[0], "changing the memory of batch element 1 changed the output of batch element 0: "
+        "attend within each batch element (keep the batch dim apart from the token dim when you reshape)")])
+
+
 @case(targets="one layer, two memories of the same shape (two source sentences): keys/values from this call's x_kv")
 def memories_share_shapes(rng):
     x, mem1, mem2 = rng.randn(2, 4, 32), rng.randn(2, 6, 32), rng.randn(2, 6, 32)
