@@ -175,10 +175,9 @@ def _entries(book: Gradebook, found: Discovery, problems: list[str], seed: int, 
 def _problems(cat: Catalog, asked: list[str] | None) -> list[str]:
     if not asked:
         return cat.ids()
-    names = [p for item in asked for p in item.split(",") if p.strip()]
-    for p in names:
-        cat.get(p.strip())  # an unknown id is a ProblemNotFound with suggestions
-    return list(dict.fromkeys(p.strip() for p in names))
+    names = [p for item in asked for p in item.replace(",", " ").split()]
+    # as every command takes them: a number `list` prints, any case, - for _ (an unknown one: ProblemNotFound)
+    return list(dict.fromkeys(cat.get(p).id for p in names))
 
 
 def _seed(asked: int | None, book: Gradebook, con: Console) -> int:
