@@ -87,6 +87,7 @@ ESCAPE_HATCHES = {
     "__wrapped__": _FRAMES,
     "setprofile": "runs code inside the grader's guards (a profile hook)",
     "settrace": "runs code inside the grader's guards (a trace hook)",
+    "callbacks": "runs code inside the grader's guards (garbage-collector callbacks)",
     "torchcode": "reaches into the grader and its reference solutions",
 }
 
