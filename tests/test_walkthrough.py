@@ -18,15 +18,18 @@ def test_files_saved_by_other_editors_are_read_as_python_reads_them(cli, workdir
     latin = "# -*- coding: latin-1 -*-\n# r\xe9f\xe9rence\n" + SOLUTION
     (workdir / "declared.py").write_bytes(latin.encode("latin-1"))
     (workdir / "latin.py").write_bytes(latin.split("\n", 1)[1].encode("latin-1"))
-    windows, declared, undeclared = at_once(
+    (workdir / "powershell.py").write_bytes(SOLUTION.encode("utf-16"))
+    windows, declared, undeclared, utf16 = at_once(
         *[lambda f=f: cli("check", f, "--problem", "sdpa", "--device", "cpu") for f in
-          ("windows.py", "declared.py", "latin.py")])
+          ("windows.py", "declared.py", "latin.py", "powershell.py")])
     assert windows.code == 0 and "Accepted" in windows.out, windows.text
     assert declared.code == 0 and "Accepted" in declared.out, declared.text
     assert undeclared.code == 1 and "Syntax error" in undeclared.out, undeclared.text
     said = " ".join(undeclared.out.split())
     assert "not UTF-8 text (byte 0xe9 on line 1): save it as UTF-8" in said, said
     assert "codec" not in said and "Traceback" not in undeclared.text
+    assert utf16.code == 1 and "Syntax error" in utf16.out, utf16.text
+    assert "UTF-16 text (as Windows PowerShell's `>` writes it): save it as UTF-8" in " ".join(utf16.out.split())
 
 
 def test_a_folder_or_a_mistyped_file_says_what_to_type(cli, workdir):

@@ -183,6 +183,8 @@ def init_device(device: str, dtypes: list[str], sdpa: bool = False) -> None:
 
 
 def _not_utf8(raw: bytes, e: Exception) -> str:
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "your file is UTF-16 text (as Windows PowerShell's `>` writes it): save it as UTF-8"
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError as u:
