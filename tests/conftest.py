@@ -35,7 +35,8 @@ def _whole_files(config) -> None:
     module-scoped fixtures (a class graded, a pack validated, a server, a venv) run twice, and each process
     builds the cases of the same problems. Unless --dist is given, whole files instead ("loadfile": the files
     with the most tests first, so the long ones start at once and the short ones fill in at the end)."""
-    if config.option.dist == "load" and not any(a == "-d" or a.startswith("--dist") for a in config.invocation_params.args):
+    given = [*config.invocation_params.args, *os.environ.get("PYTEST_ADDOPTS", "").split()]
+    if config.option.dist == "load" and not any(a == "-d" or a.startswith("--dist") for a in given):
         config.option.dist = "loadfile"
 
 
