@@ -1,17 +1,24 @@
 # expect: time_limit
-# A profile hook (sys.setprofile sees every C call the worker makes) that, once the first case's reply is
-# on its way, stalls forever just before the worker reads its next case: the answers are right, but the
-# worker never takes the next case. The judge's deadline ends it (no hang, no verdict from a stale reply).
+# Patches the socket class the worker's own connection belongs to: once the first case's answer has been
+# computed, the worker's next read (of its next case) stalls forever. The answers are right, but the worker
+# never takes the next case. The judge's deadline ends it (no hang, no verdict from a stale reply).
+# (It used a profile hook before; those are refused by name now: see setprofile in guards.ESCAPE_HATCHES.)
 import math
-import sys
+import socket
 import time
 
+_real = socket.socket.recv_into
+_armed = []
 
-def _hook(frame, event, arg):
-    if event == "c_call" and getattr(arg, "__name__", "") in ("recv_into", "recv"):
-        sys.setprofile(None)
+
+def _stall(self, *args, **kwargs):
+    if _armed:
         while True:
             time.sleep(1)
+    return _real(self, *args, **kwargs)
+
+
+socket.socket.recv_into = _stall
 
 
 def scaled_dot_product_attention(Q, K, V, mask=None):
@@ -20,5 +27,5 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     s = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
     if mask is not None:
         s = s.masked_fill(~mask, float("-inf"))
-    sys.setprofile(_hook)
+    _armed.append(True)
     return torch.softmax(s, -1) @ V

@@ -833,13 +833,18 @@ def _storage_ptr(t: torch.Tensor) -> int:
         return id(t)
 
 
+# Names that are escape hatches only as an attribute or an import (``gc.callbacks``, ``from gc import callbacks``):
+# a variable of that name is the learner's own.
+ATTRIBUTES_ONLY = {"callbacks"}
+
+
 def scan_source(source: str) -> list[tuple[str, int, str]]:
     """Escape hatches named in the source: (name, line, why). Needs parseable source."""
     found = []
     for node in ast.walk(ast.parse(source)):
         names = []
         if isinstance(node, ast.Name):
-            names = [node.id]
+            names = [node.id] if node.id not in ATTRIBUTES_ONLY else []
         elif isinstance(node, ast.Attribute):
             names = [node.attr]
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
