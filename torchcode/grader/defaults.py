@@ -5,13 +5,22 @@ may let it through; callers who leave ``eps`` out still get another function. Th
 source (trusted side: nothing of the learner's runs here) and compares each literal default of a
 contract parameter with the reference's. ``None`` is always allowed (a sentinel resolved in the body),
 and so is a default written as an expression (``1 / 10**6``): only literals are compared.
+
+The source is not the whole story: a name rebound after its ``def`` (an assignment, a decorator, a
+``functools.partial``, a def in a block, ``__defaults__`` set through ``setattr``) gives callers other
+defaults than the ``def`` reads. So the worker also reads, after the import and after each case, the
+defaults of the object it will call (``effective``: from the function objects themselves, never from
+``inspect.signature``, which an assigned ``__signature__`` or ``__wrapped__`` can make say anything),
+and the trusted side compares them too (``reported_problem``).
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import math
+import types
 
 
 def problem(source: str | bytes, entry, reference) -> str | None:
@@ -20,7 +29,7 @@ def problem(source: str | bytes, entry, reference) -> str | None:
     params, init); ``reference``: the reference function or class."""
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # the worker said why (or the file changed since)
         return None
     node = next((n for n in reversed(tree.body) if getattr(n, "name", None) == entry.name), None)
     if entry.is_module:
@@ -72,3 +81,167 @@ def _same(got, want) -> bool:
     if isinstance(want, (int, float)) and isinstance(got, (int, float)):
         return math.isclose(float(got), float(want), rel_tol=1e-12, abs_tol=0.0) or got == want
     return type(got) is type(want) and got == want
+
+
+# -- what the worker calls (read there, judged here) -----------------------------------------------------
+_FUNCTION = types.FunctionType
+_CODE = _FUNCTION.__dict__["__code__"].__get__
+_DEFAULTS = _FUNCTION.__dict__["__defaults__"].__get__
+_KWDEFAULTS = _FUNCTION.__dict__["__kwdefaults__"].__get__
+_FDICT = _FUNCTION.__dict__["__dict__"].__get__
+_METHOD_FUNC = types.MethodType.__dict__["__func__"].__get__
+_PARTIAL = functools.partial
+_PARTIAL_FUNC = functools.partial.__dict__["func"].__get__
+_PARTIAL_KEYWORDS = functools.partial.__dict__["keywords"].__get__
+_STATIC_FUNC = staticmethod.__dict__["__func__"].__get__
+_TYPE_DICT = type.__dict__["__dict__"].__get__
+_TYPE_MRO = type.__dict__["__mro__"].__get__
+_DICT_GET = dict.get
+_FLOAT_REPR = float.__repr__
+_INT_REPR = int.__repr__
+
+
+def effective(obj, names) -> dict:
+    """The default a caller who leaves each of ``names`` out gets from ``obj``, as ``[kind, text]``
+    (kind: float, int, bool, str or object): through partials (their bound keywords), bound methods and
+    wrappers (``__wrapped__``, as functools.wraps and torch.compile leave it; a wrapper that names the
+    parameter with a default other than None decides). Read in the worker, on the learner's objects:
+    nothing here calls the learner's code."""
+    found: dict = {}
+    pending = [n for n in names if isinstance(n, str)]
+    for _ in range(64):
+        if not pending:
+            break
+        kind = type(obj)
+        if kind is _PARTIAL:
+            bound = _PARTIAL_KEYWORDS(obj)
+            for n in list(pending):
+                if type(bound) is dict and n in bound:
+                    found[n] = _plain(dict.__getitem__(bound, n))
+                    pending.remove(n)
+            obj = _PARTIAL_FUNC(obj)
+        elif kind is types.MethodType:
+            obj = _METHOD_FUNC(obj)
+        elif kind is staticmethod:
+            obj = _STATIC_FUNC(obj)
+        elif kind is _FUNCTION:
+            code = _CODE(obj)
+            positional = code.co_varnames[:code.co_argcount]
+            defaults, kwdefaults = _DEFAULTS(obj) or (), _KWDEFAULTS(obj) or {}
+            given = dict(zip(positional[len(positional) - len(defaults):], defaults))
+            if type(kwdefaults) is dict:
+                given.update(dict.items(kwdefaults))
+            for n in list(pending):
+                if n in given and given[n] is not None:
+                    found[n] = _plain(given[n])
+                    pending.remove(n)
+            attrs = _FDICT(obj)
+            obj = _DICT_GET(attrs, "__wrapped__") if type(attrs) is dict else None
+            if obj is None:
+                break
+        else:
+            break
+    return found
+
+
+def static_attribute(cls, name: str):
+    """``cls.name`` as the class body (or a base's) defined it, without running any descriptor or
+    metaclass of the learner's."""
+    try:
+        for base in _TYPE_MRO(cls):
+            attrs = _TYPE_DICT(base)
+            if name in attrs:
+                return attrs[name]
+    except Exception:  # noqa: BLE001 - not a class after all
+        return None
+    return None
+
+
+def _plain(v) -> list:
+    if v is None:
+        return ["none", ""]
+    if type(v) is bool:
+        return ["bool", "True" if v else "False"]
+    mro = _TYPE_MRO(type(v))  # not isinstance: a __class__ property could make it say float
+    if float in mro:
+        return ["float", _FLOAT_REPR(v)]
+    if int in mro:
+        return ["int", _INT_REPR(v)[:40]]
+    if type(v) is str:
+        return ["str", v[:80]]
+    return ["object", _safe_type_name(v)]
+
+
+def _safe_type_name(v) -> str:
+    try:
+        name = type.__dict__["__qualname__"].__get__(type(v))
+    except Exception:  # noqa: BLE001
+        return "an object"
+    return name[:60] if isinstance(name, str) else "an object"
+
+
+def reported_problem(reported, entry, reference) -> str | None:
+    """What is wrong with the defaults the worker found (``{label: {name: [kind, text]}}``, untrusted:
+    anything malformed is ignored), or None."""
+    if not isinstance(reported, dict):
+        return None
+    if entry.is_module:
+        pairs = [(getattr(reference, "__init__", None), entry.init, f"{entry.name}.__init__"),
+                 (getattr(reference, "forward", None), entry.params, f"{entry.name}.forward")]
+    else:
+        pairs = [(reference, entry.params, entry.name)]
+    for ref, names, label in pairs:
+        got = reported.get(label)
+        if ref is None or not isinstance(got, dict):
+            continue
+        try:
+            want = {n: p.default for n, p in inspect.signature(ref).parameters.items()
+                    if p.default is not inspect.Parameter.empty}
+        except (TypeError, ValueError):
+            continue
+        for name in names or ():
+            value = got.get(name)
+            if want.get(name) is None or not (isinstance(value, list) and len(value) == 2
+                                              and all(isinstance(x, str) for x in value)):
+                continue
+            kind, text = value
+            said = _reported_value(kind, text[:100])
+            if said is _UNREADABLE or said is None:
+                continue
+            if isinstance(said, _Object):
+                shown = f"an object of type {said.name!r}"
+            elif _same(said, want[name]):
+                continue
+            else:
+                shown = repr(said)
+            return (f"`{label}` gives `{name}` the default {shown} when it is called (whatever its `def` line "
+                    f"reads), but the contract's default is {want[name]!r}: callers who leave `{name}` out "
+                    f"expect that. Define `{label}` once, with `{name}={want[name]!r}`, and do not rebind it.")
+    return None
+
+
+class _Object:
+    def __init__(self, name: str):
+        self.name = name
+
+
+_UNREADABLE = object()
+
+
+def _reported_value(kind: str, text: str):
+    try:
+        if kind == "none":
+            return None
+        if kind == "bool":
+            return {"True": True, "False": False}.get(text, _UNREADABLE)
+        if kind == "float":
+            return float(text)
+        if kind == "int":
+            return int(text) if len(text) <= 40 else _UNREADABLE
+        if kind == "str":
+            return text
+        if kind == "object":
+            return _Object("".join(c for c in text if c.isalnum() or c in "._")[:60] or "object")
+    except ValueError:
+        return _UNREADABLE
+    return _UNREADABLE

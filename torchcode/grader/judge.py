@@ -330,6 +330,8 @@ class Grader:
             wrong_default = defaults.problem(path.read_bytes(), spec.entry, problem.reference)
         except OSError:
             wrong_default = None
+        wrong_default = wrong_default or defaults.reported_problem(reply.get("defaults"), spec.entry,
+                                                                   problem.reference)
         if wrong_default:
             return not_run(Verdict.BAD_INTERFACE, wrong_default)
         clock = [0.0]  # seconds the worker spent on cases: the whole-check limit charges nothing else

@@ -23,7 +23,7 @@ import types
 
 import torch
 
-from torchcode.grader import execute, guards, portable
+from torchcode.grader import defaults, execute, guards, portable
 from torchcode.grader import protocol
 from torchcode.grader.protocol import Message, decode, receive
 
@@ -288,6 +288,10 @@ def _warm_up(device: str, threads: int) -> None:
 LAZY_IMPORTS = {"torch._dynamo": ("checkpoint", "torch.compile", "_dynamo")}
 
 
+_TOO_DEEP = ("your file nests an expression too deeply for Python to compile it (hundreds of brackets, operators "
+             "or calls inside one another): write it as several statements")
+
+
 def _preload(source: str) -> None:
     for module, words in LAZY_IMPORTS.items():
         if module not in sys.modules and any(w in source for w in words):
@@ -376,6 +380,7 @@ class Worker:
         self.path = ""
         self.forbidden: list = []
         self.benched = (None, "cpu")  # (what bench_call calls, its device): set by bench_setup
+        self.defaults: dict = {}  # the entry's keyword defaults when the file was loaded (defaults.effective)
 
     def serve(self) -> None:
         while True:
@@ -417,7 +422,12 @@ class Worker:
             return {"error": {"kind": "syntax", "message": f"{where}: {e.msg}", "traceback": f"{text}\n{caret}".strip("\n")}}
         except ValueError as e:  # e.g. null bytes
             return {"error": {"kind": "syntax", "message": str(e)}}
-        hatches = guards.scan_source(source)
+        except (RecursionError, MemoryError):  # what Python's own parser raises for an expression nested too deep
+            return {"error": {"kind": "syntax", "message": _TOO_DEEP}}
+        try:
+            hatches = guards.scan_source(source)
+        except (RecursionError, MemoryError):
+            return {"error": {"kind": "syntax", "message": _TOO_DEEP}}
         if hatches:
             name, line, why = hatches[0]
             return {"error": {"kind": "forbidden", "names": [name],
@@ -450,7 +460,27 @@ class Worker:
             problem = f"`{self.spec['name']}` cannot be inspected (doing so raised {_type_name(type(e))})"
         if problem:
             return {"error": {"kind": "interface", "message": problem}}
-        return {"ok": True, "seconds": time.perf_counter() - start}
+        self.defaults = self._defaults()
+        return {"ok": True, "seconds": time.perf_counter() - start, "defaults": self.defaults}
+
+    def _defaults(self) -> dict:
+        """The keyword defaults of what will be called, as callers get them (judged on the trusted side)."""
+        name = self.spec["name"]
+        try:
+            if self.spec["kind"] == "module":
+                return {f"{name}.__init__": defaults.effective(defaults.static_attribute(self.entry, "__init__"),
+                                                               self.spec.get("init") or ()),
+                        f"{name}.forward": defaults.effective(defaults.static_attribute(self.entry, "forward"),
+                                                              self.spec["params"])}
+            return {name: defaults.effective(self.entry, self.spec["params"])}
+        except Exception:  # noqa: BLE001 - an object of the learner's that cannot be read: nothing said
+            return {}
+
+    def _defaults_changed(self) -> str | None:
+        if self._defaults() == self.defaults:
+            return None
+        return (f"the keyword defaults of `{self.spec['name']}` changed while it ran: callers must get the "
+                "contract's defaults every time; do not rebind them at run time")
 
     def _note(self, **fields) -> None:
         try:
@@ -526,6 +556,9 @@ class Worker:
         too_big = _too_big(ex, h.get("max_reply"))
         if too_big:
             return {"error": {"kind": "output", "message": too_big}, "seconds": seconds, **self._memory(guard)}
+        changed = self._defaults_changed()
+        if changed:
+            return {"error": {"kind": "interface", "message": changed}, "seconds": seconds}
         return {
             "outputs": [self._encode(o, msg) for o in ex.outputs],
             "input_grads": {str(i): (msg.tensor(g) if g is not None else None) for i, g in ex.input_grads.items()},
