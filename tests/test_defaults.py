@@ -65,3 +65,47 @@ def test_check_says_it_before_running_a_case(cli, workdir):
     r = cli("check", "linear_attention.py", "--device", "cpu")
     assert r.code == 1, r.text
     assert "Wrong interface" in r.out and "Use `eps=1e-06`" in r.out, r.out
+
+
+def test_what_is_called_is_read_not_what_it_says(problems):
+    """The worker's half (defaults.effective, on the objects themselves) and the trusted half (reported_problem):
+    partials, functools.wraps wrappers, an assigned __signature__ and a lookalike float say nothing but the truth."""
+    import functools
+    import inspect
+
+    from torchcode.grader import defaults
+
+    p = problems["linear_attention"]
+
+    def judged(fn):
+        return defaults.reported_problem({"linear_attention": defaults.effective(fn, ("Q", "K", "V", "eps"))},
+                                         p.spec.entry, p.reference)
+
+    def right(Q, K, V, eps=1e-6):
+        return V
+
+    def wrong(Q, K, V, eps=1e-5):
+        return V
+
+    @functools.wraps(right)
+    def wrapper(Q, K, V, eps=1e-5):
+        return right(Q, K, V, eps=eps)
+
+    @functools.wraps(right)
+    def passes_on(*args, **kwargs):
+        return right(*args, **kwargs)
+
+    class Lookalike(float):
+        def __repr__(self):
+            return "1e-06"
+
+    lying = functools.partial(wrong)
+    wrong.__signature__ = inspect.signature(right)
+    assert judged(right) is None and judged(passes_on) is None and judged(functools.partial(wrong, eps=1e-6)) is None
+    for fn in (wrong, wrapper, lying, functools.partial(right, eps=1e-5), lambda Q, K, V, eps=Lookalike(1e-5): V):
+        msg = judged(fn)
+        assert msg and "the default 1e-05 when it is called" in msg, (fn, msg)
+    assert "an object of type 'object'" in judged(lambda Q, K, V, eps=object(): V)
+    for forged in (None, [], {"linear_attention": {"eps": ["float", "nan", "x"]}}, {"linear_attention": {"eps": 1e-5}},
+                   {"linear_attention": {"eps": ["int", "9" * 5000]}}, {"linear_attention": {"eps": ["bool", "yes"]}}):
+        assert defaults.reported_problem(forged, p.spec.entry, p.reference) is None  # malformed: nothing said
