@@ -41,6 +41,19 @@ def test_a_mask_made_on_the_cpu_is_accepted_with_the_line_to_fix(cli, workdir):
     assert report["verdict"] == "accepted" and report["advice"] == [], "only asked for: it costs seconds"
 
 
+def test_the_line_quoted_is_the_line_python_ran(grader, catalog, tmp_path):
+    """Line numbers are Python's (it ends lines only at \\n, \\r\\n, \\r); a form feed (an editor's page break) or a
+    line separator in a comment must not shift the quote onto another line of the learner's choosing."""
+    src = from_reference("causal_attention", ", device=Q.device", "")
+    src = src.replace('"""Reference: causal self-attention."""',
+                      '"""Reference: causal self-attention."""\n\x0c\n# page two\u2028x = torch.ones(3)  # GPU-safe, checked')
+    f = tmp_path / "causal_attention.py"
+    f.write_text(src, encoding="utf-8")
+    report = grader.grade(catalog.get("causal_attention"), f, seed=3, gpu_dry_run=True)
+    assert report.passed and len(report.advice) == 1, (report.message, report.advice)
+    assert "line 13 (`causal = torch.ones(S, S, dtype=torch.bool).tril()`) makes a tensor" in report.advice[0], report.advice
+
+
 def test_an_output_buffer_on_the_cpu_and_a_table_kept_on_self(grader, catalog, tmp_path):
     # the output written into a buffer made on the CPU: on a GPU the copy works and the result is on the CPU
     f = tmp_path / "causal_attention.py"

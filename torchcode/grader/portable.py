@@ -14,6 +14,7 @@ most add or hide that sentence.
 
 from __future__ import annotations
 
+import re
 import sys
 
 import torch
@@ -96,7 +97,7 @@ def advice(reply: dict, source: str, first_param: str) -> str:
     kind = reply.get("kind") if isinstance(reply, dict) else None
     if kind not in ("device", "output"):
         return ""
-    lines = source.splitlines()
+    lines = re.split(r"\r\n|\r|\n", source)  # Python's lines (str.splitlines also ends them at \f, \u2028...)
 
     def shown(n) -> str:
         if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= len(lines):
