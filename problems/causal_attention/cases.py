@@ -43,6 +43,22 @@ def large_scores(rng):
     return with_future_changed(rng, 2, 8, 16, t=2, scale=25.0, grad=False)  # forward stability only
 
 
+@case(targets="a query whose only allowed score is far below -1e4: masked scores must be -inf, not a large negative number")
+def very_negative_own_score(rng):
+    B, S, D = 2, 6, 4
+    Q, K, V = rng.randn(B, S, D, scale=0.1), rng.randn(B, S, D), rng.randn(B, S, D)
+    u = rng.randn(B, D)
+    u = u / u.norm(dim=-1, keepdim=True)  # a unit direction per batch element
+    Q[:, 0] = 2 * u
+    K[:, 0] = -1.5e4 * u  # position 0's one allowed score: q0 . k0 / sqrt(D) = -15000
+    return Case(steps=[Call(Q, K, V)], grad=False)  # forward only: the gradients of such scores are ill-conditioned
+
+
+@case(targets="a short sequence, then a longer one: nothing sized by the first call may be reused")
+def growing_length(rng):  # 16: longer than every other case, so a table sized by any earlier call is too small
+    return Case(steps=[Call(*(rng.randn(2, 4, 8) for _ in range(3))), Call(*(rng.randn(2, 16, 8) for _ in range(3)))])
+
+
 @benchmark
 def bench_inputs(rng, S):
     return Case(steps=[Call(rng.randn(1, S, 64), rng.randn(1, S, 64), rng.randn(1, S, 64))])
