@@ -196,6 +196,28 @@ def test_report_explains_the_case_that_names_the_bug(cli, workdir, grader, catal
     assert report["verdict"] == "wrong_answer" and report["explained"] == "grouped_8_2", report["explained"]
 
 
+def test_report_explains_a_first_run_failure_before_new_values_that_fail_anywhere():
+    """A case whose first values happened to pass and whose new values fail in a fresh process too (a window
+    slice one short, unseen while the missing key's weight was negligible) is a plain mismatch, not advice:
+    the report explains a case that failed on its first values, whose targets name the bug. New values that
+    pass in a fresh process (state, proven) are still advice and explained first."""
+    from torchcode.grader.result import FAILS_WITH_NEW_VALUES, CaseResult, Mismatch, Report, Verdict
+
+    def failing(name, message, replay=False):
+        m = Mismatch("output", [2, 4], 1.0, 1.0, [0, 0], 1.0, 0.0, 1e-5, 3, 8)
+        return CaseResult(name, Verdict.WRONG_ANSWER, message=message, mismatch=m, replay=replay)
+
+    values = failing("large_scores", FAILS_WITH_NEW_VALUES + "output does not match the reference", replay=True)
+    plain = failing("window_two", "output does not match the reference")
+    ok = CaseResult("window_zero", Verdict.ACCEPTED)
+    report = Report(problem="sliding_window", file="f.py", verdict=Verdict.WRONG_ANSWER, seed=1,
+                    cases=[values, ok, plain, CaseResult("single", Verdict.ACCEPTED)])
+    assert report.explained is plain
+    state = failing("bases_share_shapes", "your code gave a different answer for the same shapes", replay=True)
+    report.cases = [plain, ok, state, CaseResult("single", Verdict.ACCEPTED)]
+    assert report.explained is state
+
+
 def test_json_report_only_gains_fields(cli, workdir, catalog):
     (workdir / "gqa.py").write_text(GQA_WITHOUT_SCALE)
     report = json.loads(cli("check", "gqa.py", "--problem", "gqa", "--json").out)

@@ -27,7 +27,7 @@ from torchcode.grader import cases as caseapi
 from torchcode.grader import defaults, execute, portable, protocol
 from torchcode.grader.limits import Limits
 from torchcode.grader.problem import Problem
-from torchcode.grader.result import CaseResult, Report, Verdict, overall
+from torchcode.grader.result import FAILS_WITH_NEW_VALUES, CaseResult, Report, Verdict, overall
 from torchcode.grader.sandbox import WorkerProcess, Zygote
 from torchcode.grader.verdict import clean_error, error_result, malformed, number
 
@@ -494,7 +494,7 @@ class Grader:
             res.message = (f"{HIDDEN_STATE} (This case passed; run again with new values of the same shapes in the "
                            f"same process it failed, and those values pass in a fresh process: {res.message})")
         else:
-            res.message = f"run again with new values of the same shapes, this case fails: {res.message}"
+            res.message = f"{FAILS_WITH_NEW_VALUES}{res.message}"
         return res
 
     def _left_by_other_cases(self, spec, path, problem, report: Report, order, preps, per_case, dtypes) -> None:

@@ -31,6 +31,10 @@ class Verdict(str, Enum):
         return self is Verdict.ACCEPTED
 
 
+# How a case that passed, then failed when run again with new values of the same shapes, is reported when it fails
+# in a fresh process too: the values, not state, make it fail (judge.Grader._replay_failed).
+FAILS_WITH_NEW_VALUES = "run again with new values of the same shapes, this case fails: "
+
 # Which verdict explains a failed check best, when cases disagree: earlier is stronger.
 SEVERITY = [
     Verdict.SYNTAX_ERROR, Verdict.BAD_INTERFACE, Verdict.NOT_IMPLEMENTED, Verdict.FORBIDDEN_CALL,
@@ -112,19 +116,22 @@ class Report:
 
         A case failing alone names it. Otherwise a case whose message is specific advice (a property
         the case checks, an input changed in place, state kept between calls) rather than a plain
-        mismatch. When (nearly) every case fails, the mistake is one they all share, not the feature
-        one case is about: the smallest case shows it most plainly. Else the first, in definition
-        order (authors put the case about the central idea first)."""
+        mismatch. (A case whose first values happened to pass and whose new values fail in a fresh
+        process too is a plain mismatch: the values showed the bug, not state.) When (nearly) every
+        case fails, the mistake is one they all share, not the feature one case is about: the
+        smallest case shows it most plainly. Else the first, in definition order (authors put the case
+        about the central idea first), that failed on its first values."""
         bad = self.failing_like_explained
         if len(bad) <= 1:
             return bad[0] if bad else self.first_failure
-        specific = [c for c in bad if c.replay or (c.verdict is Verdict.WRONG_ANSWER and c.mismatch is None)]
+        specific = [c for c in bad if c.replay and not c.message.startswith(FAILS_WITH_NEW_VALUES)  # state, proven
+                    or c.verdict is Verdict.WRONG_ANSWER and c.mismatch is None]
         if specific:
             return specific[0]
         ran = [c for c in self.cases if c.verdict is not Verdict.NOT_RUN]
         if len(ran) >= 3 and len(bad) >= len(ran) - 1 and all(c.mismatch for c in bad):
             return min(bad, key=lambda c: c.mismatch.total)
-        return bad[0]
+        return next((c for c in bad if not c.replay), bad[0])  # failed on its first values: shows the bug plainest
 
     def to_dict(self) -> dict:
         d = asdict(self)
