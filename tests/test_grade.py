@@ -204,6 +204,9 @@ def test_class_graded_with_csv_json_feedback_and_summary(local_run):
     # the terminal: unknown files listed, the seed, the summary with pass rates and the failed cases
     assert "erin/notes.txt: not a .py file" in p.stdout and "README.txt: not a student folder" in p.stdout
     assert f"seed {SEED}" in p.stdout and f"{SUBMITTED} to grade on 2 local workers (cpu)" in p.stdout
+    # not a terminal (a CI log, `| tee`): plain progress lines, the first result's and the last one
+    assert f"grading 1/{SUBMITTED} (" in p.stdout and f"grading {SUBMITTED}/{SUBMITTED} (100%)" in p.stdout
+    assert "ETA" not in p.stdout and "\r" not in p.stdout
     assert "Class summary" in p.stdout and "Cases the class failed most" in p.stdout
     sdpa_line = next(line for line in p.stdout.splitlines() if line.startswith("│ sdpa "))
     accepted = sum(v == "accepted" for (s, pr), v in want.items() if pr == "sdpa")
@@ -325,6 +328,9 @@ def test_ctrl_c_keeps_what_is_done_and_the_rerun_finishes(tmp_path):
     proc = subprocess.Popen([*cmd, "grade", str(work), "--problems", "repeat_kv", "--out", str(out), "--workers", "1",
                              "--device", "cpu"], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, stdin=subprocess.DEVNULL)
+    lines: list[str] = []  # stdout as it arrives: a pipe, as in a CI log
+    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True)
+    reader.start()
     try:
         deadline, kids = time.monotonic() + 120, set()
         while time.monotonic() < deadline:
@@ -337,8 +343,14 @@ def test_ctrl_c_keeps_what_is_done_and_the_rerun_finishes(tmp_path):
             time.sleep(0.2)
         else:
             pytest.fail("no result reached the gradebook")
+        while time.monotonic() < deadline and not any(ln.startswith(f"grading 1/{N} (") for ln in lines):
+            time.sleep(0.05)  # the first result's progress line reaches the pipe while the run goes on
+        assert any(ln.startswith(f"grading 1/{N} (") for ln in lines), lines
         proc.send_signal(signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=60)
+        proc.wait(timeout=60)
+        stderr = proc.stderr.read()
+        reader.join(10)
+        stdout = "".join(lines)
     finally:
         if proc.poll() is None:
             proc.kill()

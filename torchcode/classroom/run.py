@@ -213,12 +213,19 @@ def _limits(limits) -> dict:
 
 
 class _progress:
-    """A progress bar with ETA on a terminal; nothing otherwise."""
+    """A progress bar with ETA on a terminal; otherwise (CI logs, `| tee`) a plain line for the first result,
+    then at most one every ``EVERY`` seconds, and one for the last: the run is never silent for minutes."""
+
+    EVERY = 10.0
 
     def __init__(self, con: Console, total: int, what: str = "grading"):
         self.con, self.total, self.bar, self.what = con, total, None, what
+        self.done, self.started, self.said = 0, 0.0, None
 
     def __enter__(self):
+        import time
+
+        self.started = time.monotonic()
         if self.con.is_terminal and self.total:
             from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                                        TimeRemainingColumn)
@@ -231,9 +238,27 @@ class _progress:
         return self.advance
 
     def advance(self, sub) -> None:
+        import time
+
+        self.done += 1
         if self.bar is not None:
             self.bar.update(self.task, advance=1, description=inert(f"{sub.student}/{sub.problem}.py"))
+            return
+        now = time.monotonic()
+        if self.said is not None and now - self.said < self.EVERY and self.done < self.total:
+            return
+        self.said = now
+        elapsed = now - self.started
+        left = elapsed / self.done * (self.total - self.done)
+        self.con.print(f"{self.what} {self.done}/{self.total} ({self.done / self.total:.0%}), {_clock(elapsed)} elapsed"
+                       + (f", about {_clock(left)} left" if self.done < self.total else "")
+                       + f" (last: {inert(sub.student)}/{sub.problem}.py)", highlight=False, markup=False, soft_wrap=True)  # rich flushes: in the log now
 
     def __exit__(self, *exc):
         if self.bar is not None:
             self.bar.stop()
+
+
+def _clock(seconds: float) -> str:
+    m, s = divmod(int(round(seconds)), 60)
+    return f"{m // 60}:{m % 60:02d}:{s:02d}" if m >= 60 else f"{m}:{s:02d}"
