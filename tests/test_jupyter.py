@@ -37,6 +37,7 @@ _need("ipykernel")
 
 WRONG = (ROOT / "problems" / "gqa" / "wrong" / "tiled_kv_heads.py").read_text()
 RIGHT = (ROOT / "solutions" / "gqa.py").read_text()
+CPU_MASK = (ROOT / "solutions" / "causal_attention.py").read_text().replace(", device=Q.device", "")
 HOSTILE = """
 import builtins, sys
 builtins.TAMPERED = True            # in the kernel this would stick
@@ -163,9 +164,13 @@ def test_a_hostile_cell_never_reaches_the_kernel(workdir, torchcode_home, jupyte
         # the kernel now computes with torch itself (a fork of it could hang): grading still works
         _code("import torch\nx = torch.randn(512, 512)\nprint('ops ran:', float((x @ x).sum()) == float((x @ x).sum()))"),
         _code("%%torchcode gqa\n" + RIGHT),
+        _code("%%torchcode causal_attention --gpu-dry-run\n" + CPU_MASK),  # check --gpu-dry-run's advice
     ]
     _execute(nb, workdir)
     assert "error: which problem?" in _text(nb.cells.pop(1))
+    dry = " ".join(_text(nb.cells[11]).split())  # the advice wraps at the report's width
+    assert "Accepted" in dry and "would fail on a GPU" in dry, dry
+    assert "this cell, line 12 (`causal = torch.ones(" in dry, dry  # line 11 of the code: 12 of the cell
     syntax, runtime = _text(nb.cells[6]), _text(nb.cells[7])
     assert "Syntax error" in syntax and "this cell, line 4, column 42" in syntax, syntax  # lines as the cell shows them
     line = RIGHT.splitlines().index("    def forward(self, x):") + 3

@@ -227,6 +227,20 @@ def test_check_streams_cases_and_records_like_the_cli(served):
     assert time.monotonic() - t0 < 120
 
 
+def test_the_gpu_dry_run_box_gives_check_gpu_dry_runs_advice(served):
+    """The page's "GPU dry run" box (off unless `serve --gpu-dry-run`) sends gpu_dry_run with the check."""
+    assert served.request("GET", "/p/causal_attention")[0] == 200
+    assert 'id="gpu-dry-run">' in served.request("GET", "/p/causal_attention")[2]  # not ticked: not asked for
+    served.request("POST", "/api/p/causal_attention/start", body={})
+    (served.folder / "causal_attention.py").write_text(
+        (ROOT / "solutions" / "causal_attention.py").read_text().replace(", device=Q.device", ""))
+    final = served.request("POST", "/api/p/causal_attention/check", body={"gpu_dry_run": True})[2][-1]
+    assert final["report"]["verdict"] == "accepted" and len(final["report"]["advice"]) == 1, final
+    assert "would fail on a GPU" in final["html"] and "line 11" in final["html"]
+    final = served.request("POST", "/api/p/causal_attention/check", body={})[2][-1]
+    assert final["report"]["verdict"] == "accepted" and final["report"]["advice"] == [], final
+
+
 # -- the command itself -------------------------------------------------------------------------
 
 def test_another_address_needs_an_explicit_flag_and_warns(cli, workdir):

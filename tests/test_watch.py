@@ -368,3 +368,19 @@ def test_watch_a_problem_from_a_pack(workdir, watching, torchcode_home):
     code, err = w.interrupt(group=False)
     _assert_nothing_left(w, tmp, code, err)
     assert [v for v, _ in _attempts(torchcode_home)] == ["wrong_answer", "accepted"]
+
+
+def test_gpu_dry_run_advice_on_every_accepted_save(workdir, watching, torchcode_home):
+    """`watch --gpu-dry-run` says what `check --gpu-dry-run` says: a mask made on the CPU would fail on a GPU."""
+    start, tmp = watching
+    cpu_mask = (ROOT / "solutions" / "causal_attention.py").read_text().replace(", device=Q.device", "")
+    (workdir / "causal_attention.py").write_text(cpu_mask)
+    w = start("causal_attention.py", "--gpu-dry-run")
+    w.header = re.compile(r"causal_attention\.py at \d\d:\d\d:\d\d")
+    report = w.wait_report(1)
+    assert "Accepted" in report and "would fail on a GPU" in report and "line 11 (`causal = torch.ones(" in report, report
+    _save(workdir / "causal_attention.py", (ROOT / "solutions" / "causal_attention.py").read_text())
+    report = w.wait_report(2)
+    assert "Accepted" in report and "would fail on a GPU" not in report, report
+    code, err = w.interrupt(group=False)
+    _assert_nothing_left(w, tmp, code, err)

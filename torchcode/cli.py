@@ -129,12 +129,14 @@ def watch(target: Annotated[Optional[str], typer.Argument(
           time_limit: Annotated[Optional[float], typer.Option(help="Seconds per hidden case (default: the problem's).")] = None,
           device: Annotated[str, typer.Option(help="auto (CUDA when available), cpu or cuda.")] = "auto",
           dtype: Annotated[Optional[list[str]], typer.Option(help="Grade in this dtype (repeatable; 'all'), as for check.")] = None,
+          gpu_dry_run: Annotated[bool, typer.Option("--gpu-dry-run", help="On the CPU: if accepted, also say whether your code would run on a GPU (a dry run without data; a few seconds more).")] = False,
           problems_dir: PacksOpt = None):
     """Re-grade your solution every time you save it, in a warm grader (torch is not imported again). Ctrl-C stops."""
     from torchcode.commands import watch as cmd
     from torchcode.grader.limits import Limits
 
-    raise typer.Exit(cmd.run(target, problem, seed, Limits(time_limit=time_limit, device=device), problems_dir, dtype))
+    raise typer.Exit(cmd.run(target, problem, seed, Limits(time_limit=time_limit, device=device), problems_dir, dtype,
+                             gpu_dry_run))
 
 
 @app.command()
@@ -251,11 +253,12 @@ def serve(directory: Annotated[Optional[Path], typer.Argument(
           host: Annotated[str, typer.Option(help="Address to listen on. Anything but loopback needs --allow-remote.")] = "127.0.0.1",
           allow_remote: Annotated[bool, typer.Option("--allow-remote", help="Allow --host to be reachable from other machines.")] = False,
           device: Annotated[str, typer.Option(help="Where checks run: auto (CUDA when available), cpu or cuda.")] = "auto",
+          gpu_dry_run: Annotated[bool, typer.Option("--gpu-dry-run", help="Tick the page's 'GPU dry run' box at the start: on the CPU, an accepted check also says whether the code would run on a GPU.")] = False,
           problems_dir: PacksOpt = None):
     """A browser workspace: problem list, statement, editor and Check, on 127.0.0.1 behind a token."""
     from torchcode.commands import serve as cmd
 
-    raise typer.Exit(cmd.run(directory, port, no_browser, host, allow_remote, problems_dir, device))
+    raise typer.Exit(cmd.run(directory, port, no_browser, host, allow_remote, problems_dir, device, gpu_dry_run))
 
 
 @app.command()
@@ -273,6 +276,7 @@ def grade(submissions: Annotated[Path, typer.Argument(help="A folder with one fo
           memory_limit: Annotated[int, typer.Option(help="MB of address space for a submission's process.")] = 6144,
           device: Annotated[str, typer.Option(help="auto (CUDA when available), cpu or cuda.")] = "auto",
           dtype: Annotated[Optional[list[str]], typer.Option(help="Grade in this dtype (repeatable), as for check.")] = None,
+          gpu_dry_run: Annotated[bool, typer.Option("--gpu-dry-run", help="On the CPU: an accepted kernel's feedback also says whether it would run on a GPU (a dry run without data; about a second more each).")] = False,
           problems_dir: PacksOpt = None):
     """Grade a whole class: every student's files, on a pool of warm grading sessions; CSV, JSON, feedback, summary."""
     from torchcode.classroom.run import Options
@@ -282,7 +286,7 @@ def grade(submissions: Annotated[Path, typer.Argument(help="A folder with one fo
     limits = Limits(time_limit=time_limit, total_limit=total_time_limit, memory_mb=memory_limit, device=device)
     raise typer.Exit(cmd.run(Options(submissions=submissions, out=out, problems=problems, workers=workers, seed=seed,
                                      feedback=feedback, limits=limits, dtypes=dtype, problems_dirs=problems_dir,
-                                     ray=ray, ray_address=ray_address, bench=bench)))
+                                     ray=ray, ray_address=ray_address, bench=bench, gpu_dry_run=gpu_dry_run)))
 
 
 def main() -> None:

@@ -1,6 +1,6 @@
 """Jupyter: ``%load_ext torchcode`` adds the ``%torchcode`` magics to an IPython kernel.
 
-    %%torchcode gqa [--seed N] [--dtype D]   grade this cell's code (the cell is not run in the kernel)
+    %%torchcode gqa [--seed N] [--dtype D] [--gpu-dry-run]   grade this cell's code (the cell is not run in the kernel)
     %torchcode hint [gqa] [--all]            reveal the next hint (default: the last graded cell's problem)
     %torchcode show [gqa]                    the statement, with its math
     %torchcode status                        your progress
@@ -24,7 +24,7 @@ _session = None
 _session_lock = threading.Lock()
 _last_problem: str | None = None  # the problem of the last graded cell: hint and show default to it
 
-USAGE = ("usage: %%torchcode PROBLEM [--seed N] [--dtype D] (a cell to grade), "
+USAGE = ("usage: %%torchcode PROBLEM [--seed N] [--dtype D] [--gpu-dry-run] (a cell to grade), "
          "%torchcode hint [PROBLEM] [--all], %torchcode show [PROBLEM], %torchcode status")
 
 
@@ -103,14 +103,15 @@ def _error(message: str) -> None:
 
 # -- grading ------------------------------------------------------------------------------------
 
-def _grade_args(args: list[str]) -> tuple[str, int | None, list[str] | None]:
+def _grade_args(args: list[str]) -> tuple[str, int | None, list[str] | None, bool]:
     from torchcode.errors import UsageError
     from torchcode.progress import SEED_MAX, SEED_MIN
 
     if not args or args[0].startswith("-"):
         raise UsageError(f"name the problem this cell solves: %%torchcode PROBLEM. {USAGE}")
     problem, seed, dtypes = args[0], None, []
-    rest = iter(args[1:])
+    dry = "--gpu-dry-run" in args[1:]  # as `check --gpu-dry-run`: advice on an accepted cell, on the CPU
+    rest = iter([a for a in args[1:] if a != "--gpu-dry-run"])
     for a in rest:
         value = next(rest, None)
         if a == "--seed" and value is not None:
@@ -124,7 +125,7 @@ def _grade_args(args: list[str]) -> tuple[str, int | None, list[str] | None]:
             dtypes.append(value)
         else:
             raise UsageError(f"unexpected {a!r}. {USAGE}")
-    return problem, seed, dtypes or None
+    return problem, seed, dtypes or None, dry
 
 
 def _grade(args: list[str], cell: str) -> None:
@@ -133,7 +134,7 @@ def _grade(args: list[str], cell: str) -> None:
     from torchcode.errors import GraderError, StoreError
 
     global _last_problem
-    problem, seed, asked = _grade_args(args)
+    problem, seed, asked, dry = _grade_args(args)
     spec = catalog(None).get(problem)
     _last_problem = spec.id
     dtypes = wanted_dtypes(spec, asked)
@@ -149,7 +150,7 @@ def _grade(args: list[str], cell: str) -> None:
     try:  # an interrupt (the notebook's stop button) anywhere in here is said, never a traceback
         live.show(_Html(f"Grading {spec.id}…" if warm else f"Grading {spec.id}: starting the grader…"))
         s = session()
-        report = s.grade(spec.id, source=cell, seed=seed, dtypes=dtypes, on_event=on_event)
+        report = s.grade(spec.id, source=cell, seed=seed, dtypes=dtypes, on_event=on_event, gpu_dry_run=dry)
     except KeyboardInterrupt:
         live.show(_Html("Interrupted: the grade was stopped and nothing was recorded."))
         return None
@@ -192,12 +193,14 @@ def in_cell(text: str, path: str) -> str:
 
 def _in_cell(report):
     import dataclasses
+    import re
 
     path = report.file
     cases = [dataclasses.replace(c, message=in_cell(c.message, path), traceback=in_cell(c.traceback, path))
              for c in report.cases]
+    advice = [re.sub(r"\bline (\d+) \(", lambda m: f"this cell, line {int(m.group(1)) + 1} (", a) for a in report.advice]
     return dataclasses.replace(report, message=in_cell(report.message, path), traceback=in_cell(report.traceback, path),
-                               cases=cases)
+                               cases=cases, advice=advice)
 
 
 # -- hint, show, status ---------------------------------------------------------------------------

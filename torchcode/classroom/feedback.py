@@ -143,6 +143,8 @@ def write_feedback(folder: Path, entries: list[Entry], *, seed: int, mode: str) 
             elif mode == "summary":
                 label = verdict_label(e.row.verdict)[1]
                 con.print(Text(f"{label}  {e.problem}  {e.row.passed}/{e.row.total} cases"))
+                for said in e.row.report.get("advice") or []:  # grade --gpu-dry-run's, as check shows it
+                    con.print(Text(inert(str(said))), soft_wrap=True)
             else:
                 render(con, Report.from_dict(e.row.report), display_file=f"{e.problem}.py")
             b = e.row.bench if e.row else None

@@ -72,13 +72,15 @@ class LocalPool:
             raise errors[0]
         self.device = self.sessions[0].device
 
-    def results(self, jobs: list[Submission], seed: int, dtypes: dict) -> Iterator[Outcome]:
-        """Grade ``jobs`` (``dtypes``: problem -> the dtypes to grade it in, None for the device's default)."""
+    def results(self, jobs: list[Submission], seed: int, dtypes: dict, gpu_dry_run: bool = False) -> Iterator[Outcome]:
+        """Grade ``jobs`` (``dtypes``: problem -> the dtypes to grade it in, None for the device's default;
+        ``gpu_dry_run``: as ``check --gpu-dry-run``, its advice in the report)."""
         todo: queue.Queue = queue.Queue()
         for job in by_problem(jobs):
             todo.put(job)
         done: queue.Queue = queue.Queue()
-        self._threads = [threading.Thread(target=self._work, args=(s, todo, done, seed, dtypes), daemon=True)
+        self._threads = [threading.Thread(target=self._work, args=(s, todo, done, seed, dtypes, gpu_dry_run),
+                                          daemon=True)
                          for s in self.sessions]
         for t in self._threads:
             t.start()
@@ -91,14 +93,14 @@ class LocalPool:
             left -= 1
             yield item
 
-    def _work(self, session, todo: queue.Queue, done: queue.Queue, seed: int, dtypes) -> None:
+    def _work(self, session, todo: queue.Queue, done: queue.Queue, seed: int, dtypes, gpu_dry_run: bool) -> None:
         try:
             while not self._stop.is_set():
                 try:
                     job = todo.get_nowait()
                 except queue.Empty:
                     return
-                done.put(grade_one(session, job, seed, dtypes, self._stop))
+                done.put(grade_one(session, job, seed, dtypes, self._stop, gpu_dry_run=gpu_dry_run))
         finally:
             done.put(_DONE)
 
@@ -130,7 +132,7 @@ def by_problem(jobs: list[Submission]) -> list[Submission]:
 
 
 def grade_one(session, job: Submission, seed: int, dtypes: dict, stop: threading.Event | None = None,
-              path: Path | None = None) -> Outcome:
+              path: Path | None = None, gpu_dry_run: bool = False) -> Outcome:
     """Grade one submission; a grader failure is retried once (the session restarts itself), then
     reported as no result (never a verdict on the student's code)."""
     from torchcode.session import Cancelled
@@ -141,7 +143,8 @@ def grade_one(session, job: Submission, seed: int, dtypes: dict, stop: threading
             return Outcome(job, error="stopped")
         try:
             graded = Path(path or job.path).resolve()
-            report = session.grade(job.problem, path=str(graded), seed=seed, dtypes=dtypes.get(job.problem))
+            report = session.grade(job.problem, path=str(graded), seed=seed, dtypes=dtypes.get(job.problem),
+                                   gpu_dry_run=gpu_dry_run)
             return Outcome(job, report=relabel(report.to_dict(), graded, f"{job.problem}.py"))
         except Cancelled:
             return Outcome(job, error="stopped")

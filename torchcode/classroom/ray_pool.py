@@ -52,12 +52,12 @@ class GradingActor:
     def device(self) -> str:
         return self.session.device
 
-    def grade(self, job: Submission, source: bytes, seed: int, dtypes) -> Outcome:
+    def grade(self, job: Submission, source: bytes, seed: int, dtypes, gpu_dry_run: bool = False) -> Outcome:
         path = self.tmp / "submissions" / _safe(job.student) / f"{job.problem}.py"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(source)
         try:
-            return grade_one(self.session, job, seed, dtypes, path=path)
+            return grade_one(self.session, job, seed, dtypes, path=path, gpu_dry_run=gpu_dry_run)
         finally:
             path.unlink(missing_ok=True)
 
@@ -128,7 +128,7 @@ class RayPool:
             raise GraderError(f"a Ray actor could not start its grading session ({_cause(e)})") from None
         self.device = devices[0]
 
-    def results(self, jobs: list[Submission], seed: int, dtypes) -> Iterator[Outcome]:
+    def results(self, jobs: list[Submission], seed: int, dtypes, gpu_dry_run: bool = False) -> Iterator[Outcome]:
         ray = self.ray
         todo = list(reversed(by_problem(jobs)))
         pending: dict = {}  # object ref -> (actor, job)
@@ -138,7 +138,7 @@ class RayPool:
             for a in self.actors:
                 while todo and load[id(a)] < IN_FLIGHT:
                     job = todo.pop()
-                    pending[a.grade.remote(job, job.path.read_bytes(), seed, dtypes)] = (a, job)
+                    pending[a.grade.remote(job, job.path.read_bytes(), seed, dtypes, gpu_dry_run)] = (a, job)
                     load[id(a)] += 1
 
         feed()

@@ -41,6 +41,7 @@ class Options:
     ray: bool = False
     ray_address: str | None = None
     bench: bool = False
+    gpu_dry_run: bool = False
 
 
 def run(opts: Options, cat: Catalog, con: Console) -> int:
@@ -78,6 +79,8 @@ def _grade(opts: Options, cat: Catalog, con: Console, book: Gradebook, found: Di
             device = pool.device
         dtypes = {p: wanted_dtypes(cat.get(p), opts.dtypes) for p in used}
         settings = {"device": device, "dtypes": opts.dtypes or "default", "limits": _limits(opts.limits)}
+        if opts.gpu_dry_run:  # its advice is in the feedback: a run without it is graded again with it
+            settings["gpu_dry_run"] = True
         fps = {p: fingerprint(cat.get(p), settings) for p in used}
         jobs = [s for s in found.submissions if not book.is_current(s.student, s.problem, s.sha256, fps[s.problem], seed)]
         if jobs and not pool.started:
@@ -89,7 +92,7 @@ def _grade(opts: Options, cat: Catalog, con: Console, book: Gradebook, found: Di
         run_id = book.start_run(seed, pool.backend, pool.workers or 0, skipped)
         left = {s.key: s for s in jobs}
         with _progress(con, len(jobs)) as advance:
-            for outcome in pool.results(jobs, seed, dtypes):
+            for outcome in pool.results(jobs, seed, dtypes, opts.gpu_dry_run):
                 sub = outcome.submission
                 left.pop(sub.key, None)
                 if outcome.report is None:

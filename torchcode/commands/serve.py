@@ -20,7 +20,7 @@ DEFAULT_PORT = 8765
 
 
 def run(directory: Path | None, port: int | None, no_browser: bool, host: str, allow_remote: bool,
-        problems_dirs: list[Path] | None, device: str = "auto") -> int:
+        problems_dirs: list[Path] | None, device: str = "auto", gpu_dry_run: bool = False) -> int:
     try:
         import uvicorn
 
@@ -49,7 +49,7 @@ def run(directory: Path | None, port: int | None, no_browser: bool, host: str, a
     if port == 80:  # browsers leave the default port out of Host
         hosts |= {h.rsplit(":", 1)[0] for h in hosts}
     token = secrets.token_urlsafe(32)
-    ws = Workspace(folder, problems_dirs, device=device)
+    ws = Workspace(folder, problems_dirs, device=device, gpu_dry_run=gpu_dry_run)
     app = Guard(create_app(ws), token, hosts, port)
     shown = "127.0.0.1" if loopback or host in ("0.0.0.0", "::") else (f"[{host}]" if ":" in host else host)
     url = f"http://{shown}:{port}/?token={token}"

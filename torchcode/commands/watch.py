@@ -32,7 +32,7 @@ SLOW = 0.5  # a case running longer than this is named on screen
 
 
 def run(target: str | None, problem: str | None, seed: int | None, limits, problems_dirs: list[Path] | None,
-        dtypes: list[str] | None = None) -> int:
+        dtypes: list[str] | None = None, gpu_dry_run: bool = False) -> int:
     try:
         import watchfiles  # noqa: F401  (imported here: only watch needs it)
     except ImportError:
@@ -64,7 +64,7 @@ def run(target: str | None, problem: str | None, seed: int | None, limits, probl
                 if not watcher.is_alive():
                     raise UsageError(f"cannot watch {display_path(path.parent)} any more")
             changed.clear()
-            _grade_once(session, spec, path, seed, wanted, st, con, err)
+            _grade_once(session, spec, path, seed, wanted, st, con, err, gpu_dry_run)
     except KeyboardInterrupt:
         pass
     finally:
@@ -91,7 +91,7 @@ def _watch(path: Path, changed: threading.Event, stop: threading.Event, session)
         changed.set()
 
 
-def _grade_once(session, spec, path: Path, seed, dtypes, st, con, err) -> None:
+def _grade_once(session, spec, path: Path, seed, dtypes, st, con, err, gpu_dry_run: bool = False) -> None:
     from torchcode.session import Cancelled
 
     shown = display_path(path)
@@ -101,7 +101,8 @@ def _grade_once(session, spec, path: Path, seed, dtypes, st, con, err) -> None:
     progress = _Progress(con, err, shown)
     try:
         with progress:  # the grader reads the file once: what it grades is the file as it was then
-            report = session.grade(spec.id, path, seed=seed, dtypes=dtypes, on_event=progress.event)
+            report = session.grade(spec.id, path, seed=seed, dtypes=dtypes, on_event=progress.event,
+                                   gpu_dry_run=gpu_dry_run)
     except Cancelled:
         return  # the file changed during the grade: the newer content is graded next
     except UsageError as e:  # the file went away between the look and the grade

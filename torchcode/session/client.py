@@ -25,6 +25,7 @@ from torchcode.grader.result import Report
 
 START_LIMIT = 120.0  # seconds for the session's process to import torch and get ready
 SLACK = 60.0  # beyond a check's own limits, before a silent session counts as hung
+DRY_RUN_SLACK = 60.0  # a GPU dry run (gpu_dry_run): its first one loads the meta-device kernels
 
 _live: "weakref.WeakSet[Session]" = weakref.WeakSet()
 
@@ -118,18 +119,21 @@ class Session:
 
     def grade(self, problem: str, path: Path | str | None = None, *, source: str | None = None,
               seed: int | None = None, dtypes: list[str] | None = None,
-              on_event: Callable[[dict], None] | None = None) -> Report:
+              on_event: Callable[[dict], None] | None = None, gpu_dry_run: bool = False) -> Report:
         """Grade ``path`` (a file) or ``source`` (text) as a submission to ``problem``.
+
+        ``gpu_dry_run``: as ``check --gpu-dry-run``: on the CPU, code accepted also runs its cases on the
+        meta device, and what would fail on a GPU goes into ``report.advice`` (never the verdict).
 
         Raises UsageError (unknown problem, no such file), GraderError (the grading process or a
         worker failed for a reason that is not the submission's: never a verdict), Cancelled."""
         if (path is None) == (source is None):
             raise UsageError("grade a file or a text: give one of path and source")
         req = {"op": "grade", "problem": problem, "seed": seed, "dtypes": dtypes, "source": source,
-               "path": str(Path(path).resolve()) if path is not None else None}
+               "path": str(Path(path).resolve()) if path is not None else None, "gpu_dry_run": bool(gpu_dry_run)}
         if path is not None and not Path(req["path"]).is_file():
             raise UsageError(f"no such file: {path}")
-        limit = self.limits.total_limit + 2 * self.limits.load_limit + SLACK
+        limit = self.limits.total_limit + 2 * self.limits.load_limit + SLACK + (DRY_RUN_SLACK if gpu_dry_run else 0)
         return Report.from_dict(self._request(req, on_event, limit)["report"])
 
     def bench(self, problem: str, path: Path | str, *, dtype: str = "float32", sizes: list[int] | None = None,
@@ -192,7 +196,7 @@ class Session:
             self.close()
             raise _error(msg["error"])
         self.device = msg.get("device")
-        self._sources = msg.get("sources")  # its folder of texts to grade, removed by close() if it was killed
+        self._sources = msg.get("sources")  # its temporary folder (texts to grade...), removed by close() if it was killed
 
     def _send(self, obj: dict) -> None:
         try:

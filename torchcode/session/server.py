@@ -7,10 +7,10 @@ confined worker from the zygote; the reference side of each problem is built onc
 
 (All on the socket the session passed as argv[1]; stdin, stdout and stderr are not used for them.)
 Lines in:  {"op": "grade", "problem": ID, "path": FILE | null, "source": TEXT | null,
-            "seed": N | null, "dtypes": [...] | null}
+            "seed": N | null, "dtypes": [...] | null, "gpu_dry_run": false}
            {"op": "warm", "problems": [ID, ...]}
            {"op": "bench", "problem": ID, "path": FILE, "dtype": D, "sizes": [...] | null, "reps": N}
-Lines out: {"ready": true, "device": "cpu", "pid": N, "sources": DIR}  (once, at start)
+Lines out: {"ready": true, "device": "cpu", "pid": N, "sources": DIR}  (once, at start; DIR: its temporary folder)
            {"event": {...}}                                      (progress of a grade)
            {"report": {...}} | {"bench": {...}} | {"ok": true}     (the answer)
            {"error": {"kind": "usage" | "grader" | "cancelled" | "internal", "message": "..."}}
@@ -73,24 +73,31 @@ def main() -> None:
 
     limits = Limits(**config.get("limits", {}))
     dirs = [Path(p) for p in config.get("problems_dirs") or []] or None
+    # every temporary file of this session (and of its zygote: torch's caches, such as the meta kernels' of a
+    # GPU dry run) goes under one folder of its own, removed at the end, as `check` does
+    root = Path(tempfile.mkdtemp(prefix="torchcode-session-"))
+    tempfile.tempdir = str(root)
     grader = None
     try:
         grader = Grader(limits)  # the zygote: forked before this process runs a tensor op
         limits.device = resolve_device(limits.device)
     except GraderError as e:
         send({"error": {"kind": "grader", "message": e.cause}})
+        shutil.rmtree(root, ignore_errors=True)
         return
     except TorchcodeError as e:  # e.g. --device cuda on a machine without CUDA
         if grader is not None:
             grader.close()
         send({"error": {"kind": "usage", "message": str(e)}})
+        shutil.rmtree(root, ignore_errors=True)
         return
     import torch
 
     torch.set_num_threads(limits.threads)  # the trusted side computes with the worker's threads (judge.threads)
-    sources = Path(tempfile.mkdtemp(prefix="torchcode-session-"))  # texts to grade (a notebook cell, an editor)
+    sources = root / "sources"  # texts to grade (a notebook cell, an editor)
+    sources.mkdir()
     threading.Thread(target=_orphan_watch, args=(int(config.get("parent") or os.getppid()),), daemon=True).start()
-    send({"ready": True, "device": limits.device, "pid": os.getpid(), "sources": str(sources)})
+    send({"ready": True, "device": limits.device, "pid": os.getpid(), "sources": str(root)})
     last = None  # the (problem, file, dtypes) graded last
     try:
         for line in requests:
@@ -107,7 +114,8 @@ def main() -> None:
                     try:
                         spec, path = _submission(_catalog(dirs), req, sources)
                         report = grader.grade(spec, path, seed=req.get("seed"), dtypes=req.get("dtypes"),
-                                              on_event=lambda ev: send({"event": ev}))
+                                              on_event=lambda ev: send({"event": ev}),
+                                              gpu_dry_run=bool(req.get("gpu_dry_run")))
                     finally:
                         _grading = False
                     send({"report": report.to_dict()})
@@ -149,7 +157,7 @@ def main() -> None:
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         grader.close()
-        shutil.rmtree(sources, ignore_errors=True)
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def _not_dumpable() -> None:

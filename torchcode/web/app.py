@@ -119,7 +119,8 @@ def create_app(ws: Workspace, *, warm: bool = True) -> Starlette:
         except BaseException:
             busy.release()
             raise
-        return _job(lambda emit: {"event": "report", **ws.check(pid, emit)}, ws.cancel,
+        dry = bool(body.get("gpu_dry_run"))
+        return _job(lambda emit: {"event": "report", **ws.check(pid, emit, dry)}, ws.cancel,
                     "the check was stopped and nothing was recorded")
 
     async def bench(pid: str):

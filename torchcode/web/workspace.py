@@ -32,8 +32,10 @@ def sha256(data: bytes) -> str:
 
 
 class Workspace:
-    def __init__(self, directory: Path, problems_dirs: list[Path] | None = None, device: str = "auto"):
+    def __init__(self, directory: Path, problems_dirs: list[Path] | None = None, device: str = "auto",
+                 gpu_dry_run: bool = False):
         self.dir = Path(directory).resolve()
+        self.gpu_dry_run = gpu_dry_run  # the page's "GPU dry run" box starts ticked
         self.problems_dirs = problems_dirs
         self.device = device
         self.catalog = load_catalog(problems_dirs)
@@ -103,7 +105,7 @@ class Workspace:
                 "statement_html": statement_html(spec.statement()),
                 "hints": self._hints(spec, revealed), "hints_total": len(spec.hints),
                 "solved": self._read(lambda st: st.is_solved(spec.id), False),
-                "has_bench": any(spec.bench_sizes.values()),
+                "has_bench": any(spec.bench_sizes.values()), "gpu_dry_run": self.gpu_dry_run,
                 "file": self.file(pid), "attempts": self.attempts(pid)}
 
     def _hints(self, spec, revealed: int) -> list[str]:
@@ -218,15 +220,16 @@ class Workspace:
                 self._session.close()
                 self._session = None
 
-    def check(self, pid: str, on_event: Callable[[dict], None]) -> dict:
-        """Grade the learner's file as `torchcode check` does, record the attempt, render the report."""
+    def check(self, pid: str, on_event: Callable[[dict], None], gpu_dry_run: bool = False) -> dict:
+        """Grade the learner's file as `torchcode check` does, record the attempt, render the report
+        (``gpu_dry_run``: as `check --gpu-dry-run`)."""
         from torchcode.progress.record import record_report
 
         spec = self.spec(pid)
         path = self.path(spec)
         if not path.is_file():
             raise UsageError(f"{spec.id} is not started here: press Start (or run `torchcode start {spec.id}`)")
-        report = self.session().grade(spec.id, path=str(path), on_event=on_event)
+        report = self.session().grade(spec.id, path=str(path), on_event=on_event, gpu_dry_run=gpu_dry_run)
         st = Store()
         try:
             record_report(st, report, path)

@@ -210,7 +210,7 @@
     const lines = {};
     try {
       stopper = new AbortController();
-      await stream(base + "/check", {}, (ev) => onEvent(ev, progress, report, lines), stopper.signal);
+      await stream(base + "/check", {gpu_dry_run: $("gpu-dry-run").checked}, (ev) => onEvent(ev, progress, report, lines), stopper.signal);
     } catch (e) {
       if (e.name === "AbortError") {
         progress.replaceChildren(el("div", "error", "Stopped: the check was cancelled and nothing was recorded."));
