@@ -170,6 +170,50 @@ def test_a_text_no_file_can_hold_is_refused_not_a_server_error(served):
     assert "Traceback" not in "".join(served.output)
 
 
+def test_a_file_that_is_not_utf8_is_never_mangled_by_the_editor(served):
+    """UTF-16 (PowerShell's `>`) and Latin-1 bytes without a coding line: shown read-only with what to do,
+    a save refused, Convert to UTF-8 keeps the original as a backup. A declared encoding and a UTF-8 BOM are
+    edited in place and written back as they were: only the edit changes bytes."""
+    served.request("POST", "/api/p/cross_attention/start", body={})
+    path = served.folder / "cross_attention.py"
+    solution = (ROOT / "solutions" / "cross_attention.py").read_text()
+    path.write_bytes(solution.encode("utf-16"))
+    f = served.request("GET", "/api/p/cross_attention/file")[2]
+    assert f["text"] == solution and f["editable"] is False and "UTF-16" in f["note"] and "Convert to UTF-8" in f["note"]
+    for method, url in (("PUT", "/api/p/cross_attention/file"), ("POST", "/api/p/cross_attention/check")):
+        status, _, answer = served.request(method, url, body={"text": solution + "# edited\n", "sha": f["sha"]})
+        assert status == 400 and "UTF-16" in answer["error"], answer
+        assert path.read_bytes() == solution.encode("utf-16")
+    status, _, answer = served.request("POST", "/api/p/cross_attention/convert", body={"sha": f["sha"]})
+    assert status == 200 and path.read_text(encoding="utf-8") == solution, answer
+    assert (served.folder / answer["backup"]).read_bytes() == solution.encode("utf-16")
+    assert answer["file"]["editable"] and answer["file"]["note"] is None
+
+    path.write_bytes(b"# caf\xe9: Latin-1 from an old editor\nx = 1\n")  # no coding line: Python cannot read it
+    f = served.request("GET", "/api/p/cross_attention/file")[2]
+    assert f["text"].startswith("# caf\u00e9:") and not f["editable"] and "byte 0xe9 on line 1" in f["note"], f
+
+    latin = "# -*- coding: latin-1 -*-\n# caf\u00e9\nx = 1\n"  # declared: Python reads it, so may the editor
+    path.write_bytes(latin.encode("latin-1"))
+    f = served.request("GET", "/api/p/cross_attention/file")[2]
+    assert f["text"] == latin and f["editable"] and "coding line" in f["note"], f
+    f = served.request("PUT", "/api/p/cross_attention/file", body={"text": latin + "y = 'ol\u00e9'\n", "sha": f["sha"]})[2]
+    assert path.read_bytes() == (latin + "y = 'ol\u00e9'\n").encode("latin-1")
+    status, _, answer = served.request("PUT", "/api/p/cross_attention/file", body={"text": latin + "z = '\u20ac'\n", "sha": f["sha"]})
+    assert status == 400 and "cannot be saved in" in answer["error"] and "coding" in answer["error"], answer
+    assert path.read_bytes() == (latin + "y = 'ol\u00e9'\n").encode("latin-1")
+    utf8 = latin.replace("latin-1", "utf-8") + "z = '\u20ac'\n"  # the coding line changed in the editor: saved as it says
+    assert served.request("PUT", "/api/p/cross_attention/file", body={"text": utf8, "sha": f["sha"]})[0] == 200
+    assert path.read_bytes() == utf8.encode("utf-8")
+
+    path.write_bytes(b"\xef\xbb\xbfx = 'caf\xc3\xa9'\n")  # a UTF-8 byte-order mark (Windows Notepad): kept
+    f = served.request("GET", "/api/p/cross_attention/file")[2]
+    assert f["text"] == "x = 'caf\u00e9'\n" and f["editable"] and f["note"] is None, f
+    served.request("PUT", "/api/p/cross_attention/file", body={"text": "x = 'caf\u00e9!'\n", "sha": f["sha"]})
+    assert path.read_bytes() == b"\xef\xbb\xbfx = 'caf\xc3\xa9!'\n"
+    assert "Traceback" not in "".join(served.output)
+
+
 def test_reset_keeps_a_backup(served):
     served.request("POST", "/api/p/rope/start", body={})
     (served.folder / "rope.py").write_text("# my attempt\n")

@@ -151,7 +151,7 @@ def test_solve_a_problem_in_the_browser(browser, served):
     assert not d.get_log("browser") or all(e["level"] != "SEVERE" for e in d.get_log("browser"))
 
 
-def test_stop_a_running_check(browser, served):
+def test_stop_a_running_check_then_a_file_that_is_not_utf8(browser, served):
     from selenium.webdriver.common.by import By
 
     d = browser
@@ -170,6 +170,35 @@ def test_stop_a_running_check(browser, served):
 
     assert Store(served.home / "progress.sqlite3").attempts() == []
     assert not d.find_elements(By.ID, "report-text")
+
+    # then (on this server, its grading session warm) a file that is not UTF-8: UTF-16 (PowerShell's `>`) is
+    # shown read-only with the way out, typing changes nothing on disk, Convert to UTF-8 keeps a backup and
+    # makes it editable; a declared Latin-1 file is edited and saved in Latin-1
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    path = served.folder / "repeat_kv.py"
+    path.write_bytes(WRONG.encode("utf-16"))
+    d.get(served.url.replace("/?", "/p/repeat_kv?"))
+    _wait(d, lambda d: "x.repeat(1, 1, n_rep, 1)" in _editor(d), what="the UTF-16 file, read")
+    note = d.find_element(By.ID, "encoding-note")
+    assert note.is_displayed() and "UTF-16" in note.text, note.text
+    d.execute_script("window.torchcodeEditor.focus();")
+    ActionChains(d).send_keys("# typed\n").perform()
+    time.sleep(1.5)  # a save would have happened by now (600 ms after typing)
+    assert "# typed" not in _editor(d) and path.read_bytes() == WRONG.encode("utf-16")
+    d.find_element(By.ID, "convert").click()
+    _wait(d, lambda d: path.read_bytes() == WRONG.encode(), what="the file converted to UTF-8")
+    _wait(d, lambda d: not d.find_element(By.ID, "encoding-note").is_displayed(), what="the note gone")
+    assert [b.read_bytes() for b in served.folder.glob("repeat_kv.py.bak-*")] == [WRONG.encode("utf-16")]
+    assert "kept as repeat_kv.py.bak-" in d.find_element(By.ID, "save-state").text
+
+    latin = "# -*- coding: latin-1 -*-\n# caf\u00e9\n" + WRONG
+    path.write_bytes(latin.encode("latin-1"))  # from the learner's own editor: the page reloads it
+    _wait(d, lambda d: "# caf\u00e9" in _editor(d), 10, "the Latin-1 file in the editor")
+    assert "is in latin-1, as its coding line declares" in d.find_element(By.ID, "encoding-note").text
+    d.execute_script("window.torchcodeEditor.setValue(arguments[0]);", latin + "# ol\u00e9\n")
+    _wait(d, lambda d: path.read_bytes() == (latin + "# ol\u00e9\n").encode("latin-1"), 10, "the save, in Latin-1")
+    assert not d.get_log("browser") or all(e["level"] != "SEVERE" for e in d.get_log("browser"))
 
 
 def test_hints_solution_and_math_in_the_browser(browser, served):

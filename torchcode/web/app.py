@@ -90,6 +90,8 @@ def create_app(ws: Workspace, *, warm: bool = True) -> Starlette:
             return await _json(ws.start, pid)
         if action == "reset":
             return await _json(ws.reset, pid)
+        if action == "convert":
+            return await _json(ws.convert, pid, body.get("sha"))
         if action == "hint":
             return await _json(ws.hint, pid)
         if action == "solution":

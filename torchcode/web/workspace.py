@@ -24,7 +24,8 @@ from torchcode.errors import StoreError, UsageError
 from torchcode.progress import ProblemProgress, Store
 from torchcode.session import Cancelled
 
-MAX_FILE_BYTES = 1_000_000  # what the editor may save: a kernel is a few KB
+MAX_FILE_BYTES = 1_000_000
+NEWLINE = b"\n"  # what the editor may save: a kernel is a few KB
 
 
 def sha256(data: bytes) -> str:
@@ -122,21 +123,22 @@ class Workspace:
             return {"exists": False, "path": self.display(path), "text": "", "sha": ""}
         except OSError as e:
             raise UsageError(f"cannot read {self.display(path)}: {e.strerror}") from None
-        return {"exists": True, "path": self.display(path), "text": data.decode("utf-8", errors="replace"),
-                "sha": sha256(data)}
+        return {"exists": True, "path": self.display(path), "sha": sha256(data), **_as_text(data, self.display(path))}
 
     def save(self, pid: str, text: str, base_sha: str | None) -> dict:
         """Write the editor's text; refuse (``Conflict``) when the file changed on disk since ``base_sha``."""
         spec = self.spec(pid)
         path = self.path(spec)
-        data = _utf8(text)
-        if len(data) > MAX_FILE_BYTES:
-            raise UsageError(f"the file is over {MAX_FILE_BYTES // 1000} KB; a kernel fits in a few KB")
         current = self.file(pid)
         if not current["exists"]:
             raise UsageError(f"{spec.id} is not started here: press Start (or run `torchcode start {spec.id}`)")
         if base_sha is not None and current["sha"] != base_sha:
             raise Conflict(current)
+        if not current["editable"]:  # its bytes are not the text shown: saving that text would lose them
+            raise UsageError(current["note"])
+        data = _encoded(text, current["encoding"], self.display(path))
+        if len(data) > MAX_FILE_BYTES:
+            raise UsageError(f"the file is over {MAX_FILE_BYTES // 1000} KB; a kernel fits in a few KB")
         if current["sha"] == sha256(data):
             return current
         tmp = path.with_name(f".{path.name}.torchcode-save")
@@ -146,7 +148,24 @@ class Workspace:
         except OSError as e:
             tmp.unlink(missing_ok=True)
             raise UsageError(f"cannot save {self.display(path)}: {e.strerror}") from None
-        return {"exists": True, "path": self.display(path), "text": text, "sha": sha256(data)}
+        return {"exists": True, "path": self.display(path), "sha": sha256(data), **_as_text(data, self.display(path))}
+
+    def convert(self, pid: str, base_sha: str | None) -> dict:
+        """A file that is not UTF-8 (and declares no encoding Python reads), rewritten as UTF-8 from the text
+        shown for it; the original is kept beside it as a backup, as `reset` keeps one."""
+        from torchcode.scaffold import write_stub
+
+        spec = self.spec(pid)
+        path = self.path(spec)
+        current = self.file(pid)
+        if not current["exists"]:
+            raise UsageError(f"{spec.id} is not started here: press Start (or run `torchcode start {spec.id}`)")
+        if base_sha is not None and current["sha"] != base_sha:
+            raise Conflict(current)
+        if current["editable"]:
+            return {"file": current, "backup": None}
+        written = write_stub(spec, path, force=True, text=current["text"])
+        return {"file": self.file(pid), "backup": self.display(written.backup) if written.backup else None}
 
     def start(self, pid: str) -> dict:
         """As `torchcode start` in the served folder: the stub, remembered as this folder's file."""
@@ -282,12 +301,85 @@ class Workspace:
                 pass
 
 
-def _utf8(text: str) -> bytes:
+def _as_text(data: bytes, shown: str) -> dict:
+    """The editor's view of a file's bytes, read as Python reads a source file (UTF-8, a UTF-8 byte-order
+    mark, or the encoding a coding line declares): {text, encoding, editable, note}. ``encoding`` is what a
+    save writes back (a BOM and a declared encoding are kept, so nothing but the edit changes). A file Python
+    cannot read as it is (UTF-16, Latin-1 bytes without a coding line) is shown as best it can be read,
+    not editable: saving that text would silently replace the learner's bytes."""
+    import codecs
+    import tokenize
+
     try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError as e:  # a lone surrogate ("\\ud800" in JSON): no file can hold it
-        raise UsageError(f"the text holds a character that cannot be saved (position {e.start}: "
-                         f"{text[e.start:e.end]!a}); remove it") from None
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        text = data.decode(encoding)
+    except (SyntaxError, LookupError, UnicodeDecodeError):
+        if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+            what, text = "UTF-16 text (as Windows PowerShell's `>` writes it)", data.decode("utf-16", "replace")
+        else:
+            try:
+                data.decode("utf-8")
+                at = None
+            except UnicodeDecodeError as u:
+                at = u.start
+            where = f" (byte 0x{data[at]:02x} on line {data.count(NEWLINE, 0, at) + 1})" if at is not None else ""
+            try:
+                text, guess = data.decode("cp1252"), "Windows-1252"
+            except UnicodeDecodeError:
+                text, guess = data.decode("latin-1"), "Latin-1"
+            what = f"not UTF-8 text{where}; it is shown here read as {guess}"
+        note = (f"{shown} is {what}. Python reads only UTF-8 here (or the encoding a `# -*- coding: ... -*-` "
+                f"line declares), so it cannot be checked as it is, and this editor will not overwrite it: "
+                f"Convert to UTF-8 saves the text shown as UTF-8 (your file is kept as a backup beside it), "
+                f"or save it as UTF-8 in your own editor.")
+        return {"text": text.removeprefix("\ufeff"), "encoding": None, "editable": False, "note": note}
+    if text.startswith("\ufeff"):
+        text = text[1:]  # the BOM is not the learner's text: it is written back on save
+    note = None
+    if codecs.lookup(encoding).name not in ("utf-8", "utf-8-sig"):
+        name = _declared(text) or encoding  # as the learner wrote it: latin-1, not iso-8859-1
+        note = (f"{shown} is in {name}, as its coding line declares: the editor saves it in {name}, "
+                f"so characters {name} cannot hold are refused (change the coding line to utf-8 for them).")
+    return {"text": text, "encoding": encoding, "editable": True, "note": note}
+
+
+def _declared(text: str) -> str | None:
+    """The encoding a text's coding line names (PEP 263: on line 1, or line 2 below a comment), as written."""
+    import re
+
+    for line in text.splitlines()[:2]:
+        m = re.match(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", line)
+        if m:
+            return m.group(1)
+        if line.strip() and not line.lstrip().startswith("#"):
+            return None
+    return None
+
+
+def _encoded(text: str, encoding: str, shown: str) -> bytes:
+    """``text`` as the file's bytes: in the encoding its own coding line declares (the editor may have
+    changed it), else the file's (a BOM kept)."""
+    import codecs
+
+    declared = _declared(text)
+    if declared is not None:
+        try:
+            name = codecs.lookup(declared).name
+        except LookupError:
+            raise UsageError(f"the coding line names an encoding Python does not know ({declared!r}): "
+                             "write `# -*- coding: utf-8 -*-` or remove the line") from None
+        if name == "utf-8" and encoding == "utf-8-sig":
+            name = "utf-8-sig"
+        encoding = name
+    try:
+        return text.encode(encoding)
+    except UnicodeEncodeError as e:
+        if codecs.lookup(encoding).name in ("utf-8", "utf-8-sig"):  # a lone surrogate ("\\ud800" in JSON)
+            raise UsageError(f"the text holds a character that cannot be saved (position {e.start}: "
+                             f"{text[e.start:e.end]!a}); remove it") from None
+        raise UsageError(f"{text[e.start:e.end]!a} (position {e.start}) cannot be saved in {encoding}, the encoding "
+                         f"{shown} declares on its coding line: remove it, or change that line to "
+                         "`# -*- coding: utf-8 -*-`") from None
 
 
 class Conflict(Exception):

@@ -7,7 +7,7 @@
   const data = JSON.parse(document.getElementById("data").textContent);
   const $ = (id) => document.getElementById(id);
   const base = "/api/p/" + encodeURIComponent(data.id);
-  let file = data.file;          // what we last know is on disk: {exists, path, text, sha}
+  let file = data.file;          // what we last know is on disk: {exists, path, text, sha, editable, note}
   let dirty = false;             // the editor has text not yet saved
   let applying = false;          // the editor is being set from disk, not typed in
   let saveTimer = null;
@@ -70,7 +70,7 @@
   // -- editor ----------------------------------------------------------------------------------
   const editor = CodeMirror($("editor"), {
     value: file.text, mode: "python", lineNumbers: true, indentUnit: 4, tabSize: 4, indentWithTabs: false,
-    matchBrackets: true, autoCloseBrackets: true, readOnly: !file.exists, viewportMargin: Infinity,
+    matchBrackets: true, autoCloseBrackets: true, readOnly: !file.exists || file.editable === false, viewportMargin: Infinity,
     extraKeys: {
       "Ctrl-Enter": () => check(), "Cmd-Enter": () => check(),
       "Ctrl-S": () => saveNow(), "Cmd-S": () => saveNow(),
@@ -87,7 +87,26 @@
     $("reset").hidden = !file.exists;
     $("check").disabled = !file.exists;
     $("check").classList.toggle("stop", checking);
-    editor.setOption("readOnly", !file.exists);
+    editor.setOption("readOnly", !file.exists || file.editable === false);
+    // a file that is not UTF-8: what it is, and (when the editor cannot save it as it is) the way out
+    const note = $("encoding-note");
+    note.replaceChildren();
+    note.hidden = !(file.exists && file.note);
+    if (note.hidden) return;
+    note.append(el("span", "", file.note));
+    if (file.editable === false) {
+      const b = el("button", "", "Convert to UTF-8");
+      b.id = "convert";
+      b.onclick = convert;
+      note.append(b);
+    }
+  }
+
+  async function convert() {
+    const r = await api("POST", base + "/convert", {sha: file.sha});
+    if (r.status === 409) loadFromDisk(r.body.file, "reloaded: changed on disk");
+    else if (!r.ok) setState(r.body.error || "could not convert", "bad");
+    else loadFromDisk(r.body.file, r.body.backup ? "converted to UTF-8; your file is kept as " + r.body.backup : "saved");
   }
 
   function setState(text, cls) {
