@@ -91,6 +91,9 @@ def main() -> None:
         send({"error": {"kind": "usage", "message": str(e)}})
         shutil.rmtree(root, ignore_errors=True)
         return
+    except BaseException:  # SIGTERM while the zygote starts: nothing left behind
+        shutil.rmtree(root, ignore_errors=True)
+        raise
     import torch
 
     torch.set_num_threads(limits.threads)  # the trusted side computes with the worker's threads (judge.threads)
