@@ -38,6 +38,27 @@ def _whole_files(config) -> None:
     given = [*config.invocation_params.args, *os.environ.get("PYTEST_ADDOPTS", "").split()]
     if config.option.dist == "load" and not any(a == "-d" or a.startswith("--dist") for a in given):
         config.option.dist = "loadfile"
+    if config.option.dist == "loadfile":
+        config.option.loadscopereorder = False  # the order pytest_collection_modifyitems gives, below
+
+
+# The files that take longest, heaviest first (a CI run's --durations, summed per file): under -n they start
+# first, so that the two processes end together on short files. xdist's own order (the most tests first)
+# started several of them last, one process running alone at the end. The rest follow, the most tests first.
+HEAVY_FIRST = ["test_variants.py", "test_authoring.py", "test_hostile.py", "test_bench_trust.py", "test_session.py",
+               "test_polish.py", "test_cli_flow.py", "test_bench.py", "test_interrupt.py", "test_bad_environments.py",
+               "test_grade.py", "test_portable.py", "test_worker_start.py", "test_watch.py", "test_history.py",
+               "test_walkthrough.py", "test_terminal_output.py", "test_serve.py", "test_confine.py", "test_jupyter.py"]
+
+
+def pytest_collection_modifyitems(config, items):
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return  # run in one process: the files in their usual order
+    count: dict = {}
+    for item in items:
+        count[item.path] = count.get(item.path, 0) + 1
+    rank = {name: i for i, name in enumerate(HEAVY_FIRST)}
+    items.sort(key=lambda item: (rank.get(item.path.name, len(rank)), -count[item.path], str(item.path)))
 
 
 def pytest_runtest_logreport(report):
