@@ -56,3 +56,15 @@ def large_scores(rng):
 @case(targets="a single token")
 def single_token(rng):
     return Case(steps=[Call(*qkv(rng, 2, 1, 8), 2)])
+
+
+@case(targets="a query whose in-window scores are all far below -1e4: out-of-window scores must be -inf, not a "
+              "large negative number")
+def very_negative_window_scores(rng):
+    B, S, D = 2, 6, 4
+    Q, K, V = rng.randn(B, S, D, scale=0.1), rng.randn(B, S, D), rng.randn(B, S, D)
+    u = rng.randn(B, D)
+    u = u / u.norm(dim=-1, keepdim=True)  # a unit direction per batch element
+    Q[:, 0] = 2 * u
+    K[:, 0], K[:, 1] = -1.5e4 * u, -1.6e4 * u  # query 0's window (keys 0, 1): scores -15000 and -16000
+    return Case(steps=[Call(Q, K, V, 1)], grad=False)  # forward only: such scores' gradients are ill-conditioned
