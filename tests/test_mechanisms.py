@@ -218,6 +218,27 @@ def test_report_explains_a_first_run_failure_before_new_values_that_fail_anywher
     assert report.explained is state
 
 
+def test_case_weights_are_loaded_by_name_and_a_wrong_name_is_the_authors_error(catalog):
+    """A case may choose some parameters (kv_cache's very_negative_own_score: scores of a known size and sign); the
+    rest are drawn. A name or shape the reference does not have is a spec error that names the case and the fix."""
+    import torch
+
+    from torchcode.errors import SpecError
+    from torchcode.grader.cases import Call, Case, CaseDef
+    from torchcode.grader.problem import Problem
+
+    problem = Problem(catalog.get("kv_cache"))
+    prep = problem.build(next(d for d in problem.cases if d.name == "very_negative_own_score"), seed=3)
+    assert prep is not None and prep.gold  # the reference ran with them
+    for weights, words in (({"W_q.wieght": torch.eye(8)}, "no such parameter"),
+                           ({"W_q.weight": torch.eye(4)}, "shape [8, 8]")):
+        bad = CaseDef("odd_weights", "", lambda rng, w=weights: Case(
+            init=dict(d_model=8, num_heads=2), steps=[Call(rng.randn(1, 3, 8))], weights=w))
+        with pytest.raises(SpecError) as e:
+            problem.build(bad, seed=3)
+        assert "case 'odd_weights'" in str(e.value) and words in str(e.value), str(e.value)
+
+
 def test_json_report_only_gains_fields(cli, workdir, catalog):
     (workdir / "gqa.py").write_text(GQA_WITHOUT_SCALE)
     report = json.loads(cli("check", "gqa.py", "--problem", "gqa", "--json").out)

@@ -68,6 +68,25 @@ def large_scores_decode(rng):
     return Case(init=dict(d_model=32, num_heads=4), steps=steps, grad=False)  # forward stability only
 
 
+def unit_head_slices(rng, B, S, heads, d_k):
+    """x whose every head slice has norm 1: with W_q = a I and W_k = -a I, every score lies in [-a^2, a^2] / sqrt(d_k)
+    (within float16) and each token's score on its own key is the lowest, -a^2 / sqrt(d_k)."""
+    x = rng.randn(B, S, heads, d_k)
+    return (x / x.norm(dim=-1, keepdim=True)).reshape(B, S, heads * d_k)
+
+
+@case(targets="a first token whose only visible score is far below -1e4: mask future keys with -inf, not a large "
+              "negative number")
+def very_negative_own_score(rng):
+    d, a = 8, 3e4 ** 0.5  # 2 heads of width 4: the first token's score on key 0 is -a^2 / 2 = -15000
+    eye = torch.eye(d)
+    x = unit_head_slices(rng, 2, 6, 2, 4)
+    steps = [Call(x[:, :5]), Call(x[:, 5:], Prev(0, 1))]
+    return Case(init=dict(d_model=d, num_heads=2), steps=steps, grad=False,  # forward only, as for large scores
+                weights={"W_q.weight": a * eye, "W_q.bias": torch.zeros(d), "W_k.weight": -a * eye,
+                         "W_k.bias": torch.zeros(d)})
+
+
 @case(targets="two continuations branched from one prefix cache: each attends over the cache it is handed")
 def branch_from_prefix(rng):
     prefix, a, b = rng.randn(2, 4, 32), rng.randn(2, 3, 32), rng.randn(2, 2, 32)

@@ -194,6 +194,19 @@ def dropout_in_training_flash(rng):
     return dropout_in_training(rng, flash=True)
 
 
+@case(targets="a first token whose only visible score is far below -1e4: mask with -inf (or the dtype's minimum), "
+              "not a large negative number")
+def very_negative_own_score(rng):
+    a = 3e4 ** 0.5  # hidden 8, 2 heads of width 4, one KV head: query head 0 scores -a^2 / 2 = -15000 on key 0
+    x = rng.randn(2, 6, 2, 4)
+    x = (x / x.norm(dim=-1, keepdim=True)).reshape(2, 6, 8)  # head slices of norm 1: every score within float16
+    cos, sin = rope_tables(6, 4)  # position 0 is not rotated
+    steps = [Call(x[:, :5], pe(cos, sin, 0, 5), use_cache=True),
+             Call(x[:, 5:], pe(cos, sin, 5, 6), past_key_value=Prev(0, 1), use_cache=True)]
+    return Case(init=dict(config=config(hidden=8, heads=2, kv=1)), steps=steps, grad=False,  # forward only
+                weights={"q_proj.weight": a * torch.eye(8), "k_proj.weight": -a * torch.eye(4, 8)})
+
+
 @case(targets="two continuations branched from one prefix past_kv: attend over the cache you are handed")
 def branch_from_prefix(rng):
     cos, sin = rope_tables(7, 8)

@@ -178,6 +178,7 @@ class Case:
     max_work_exponent: float | None = None  # the calls' arithmetic may grow at most like size ** this
     work_hint: str = ""  # what grows faster, e.g. "phi(Q) phi(K)^T, even in chunks"
     train: bool = False  # module mode during the calls
+    weights: dict | None = None  # module problems: these parameters, by name, instead of random ones (others drawn)
     name: str = ""
     targets: str = ""
 

@@ -130,6 +130,13 @@ class Problem:
                             "can use (a function has no instance)", "remove .fresh()")
         rng = caseapi.Rng(caseapi.case_seed(seed, c.name + "/weights" + variant))
         state = self.weights(c, rng)
+        for name, value in (c.weights or {}).items():  # chosen by the case (e.g. scores of a known size and sign)
+            if name not in state or tuple(value.shape) != tuple(state[name].shape):
+                raise SpecError(spec.cases_path, None, f"case '{c.name}' gives weights['{name}'] of shape "
+                                f"{list(value.shape)}, but the reference has " + (
+                                    f"shape {list(state[name].shape)}" if name in state else "no such parameter"),
+                                "use the reference's parameter names and shapes")
+            state[name] = value
 
         layouts = self.layouts(cdef, c, seed)
 
