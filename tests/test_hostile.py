@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import sqlite3
@@ -65,6 +66,9 @@ def limits_of(path: Path) -> Limits | None:
 
 THROUGH_THE_CLI = [p for p in HOSTILE if reaches_past_the_worker(p)]
 IN_THIS_PROCESS = [p for p in HOSTILE if not reaches_past_the_worker(p)]
+# A new seed each run, one per problem: the grader builds that seed's cases (the reference run on them) once for
+# the whole corpus, not once per file, as for a class graded on one seed.
+SEED: dict[str, int] = {}
 
 
 @pytest.mark.parametrize("path", IN_THIS_PROCESS, ids=[p.stem for p in IN_THIS_PROCESS])
@@ -87,7 +91,7 @@ def test_hostile_submission(path, grader, catalog, tmp_path, capfd):
     try:
         tempfile.tempdir = str(tmp)
         start = time.monotonic()
-        report = grader.grade(spec, path)
+        report = grader.grade(spec, path, seed=SEED.setdefault(spec.id, secrets.randbelow(2**31)))
         seconds = time.monotonic() - start
     finally:
         _subreaper(False)
@@ -102,7 +106,7 @@ def test_hostile_submission(path, grader, catalog, tmp_path, capfd):
     assert out == "" and "Traceback (most recent call last)" not in err, (out[-2000:], err[-2000:])
     shown = json.loads(json.dumps(report.to_dict(), indent=2))  # what `check --json` prints
     want = expected_verdict(path)
-    assert shown["verdict"] == want, (shown["verdict"], shown["message"])
+    assert shown["verdict"] == want, (shown["verdict"], shown["message"], shown["seed"])
     assert report.passed == (want == "accepted")  # `check` exits 0 exactly then
     assert "{exit}" not in shown["message"] and "{memory_mb}" not in shown["message"]
     store = Store()  # this test's TORCHCODE_HOME, as `check` records the attempt
