@@ -213,6 +213,10 @@ def test_report_explains_a_first_run_failure_before_new_values_that_fail_anywher
     report = Report(problem="sliding_window", file="f.py", verdict=Verdict.WRONG_ANSWER, seed=1,
                     cases=[values, ok, plain, CaseResult("single", Verdict.ACCEPTED)])
     assert report.explained is plain
+    tiny = failing("one_pair", FAILS_WITH_NEW_VALUES + "output does not match the reference", replay=True)
+    tiny.mismatch.total = 2  # the smallest, but its first values passed
+    report.cases = [plain, tiny, failing("basic", "output does not match the reference")]
+    assert report.explained is plain  # every case fails: the smallest that failed on its first values
     state = failing("bases_share_shapes", "your code gave a different answer for the same shapes", replay=True)
     report.cases = [plain, ok, state, CaseResult("single", Verdict.ACCEPTED)]
     assert report.explained is state

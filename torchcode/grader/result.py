@@ -130,7 +130,7 @@ class Report:
             return specific[0]
         ran = [c for c in self.cases if c.verdict is not Verdict.NOT_RUN]
         if len(ran) >= 3 and len(bad) >= len(ran) - 1 and all(c.mismatch for c in bad):
-            return min(bad, key=lambda c: c.mismatch.total)
+            return min(bad, key=lambda c: (c.replay, c.mismatch.total))  # one that failed on its first values
         return next((c for c in bad if not c.replay), bad[0])  # failed on its first values: shows the bug plainest
 
     def to_dict(self) -> dict:
