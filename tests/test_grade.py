@@ -379,15 +379,18 @@ def test_gpu_dry_run_puts_its_advice_in_the_feedback(tmp_path):
     """`grade --gpu-dry-run`: an accepted kernel that makes a tensor on the CPU is told, in its feedback
     (full and summary), what `check --gpu-dry-run` tells; the verdict stays accepted."""
     reference = (Path(__file__).resolve().parents[1] / "solutions" / "causal_attention.py").read_text()
-    for student, text in (("ann", reference.replace(", device=Q.device", "")), ("ben", reference)):
+    for student, text in (("ann", reference.replace(", device=Q.device", "")), ("ben", reference),
+                          ("cal", "from mykernels import causal_attention  # noqa: F401\n")):
         (tmp_path / "class" / student).mkdir(parents=True)
         (tmp_path / "class" / student / "causal_attention.py").write_text(text)
+    (tmp_path / "class" / "cal" / "mykernels.py").write_text(reference)  # a module of the student's own, beside it
     out = tmp_path / "out"
     p = grade_cli(str(tmp_path / "class"), "--problems", "causal_attention", "--out", str(out), "--workers", "1",
                   "--device", "cpu", "--gpu-dry-run", "--feedback", "summary", home=tmp_path / "home", cwd=tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr
     assert {k: r["verdict"] for k, r in grades(out).items()} == {("ann", "causal_attention"): "accepted",
-                                                                  ("ben", "causal_attention"): "accepted"}
+                                                                  ("ben", "causal_attention"): "accepted",
+                                                                  ("cal", "causal_attention"): "accepted"}
     ann, ben = (out / "feedback" / "ann.txt").read_text(), (out / "feedback" / "ben.txt").read_text()
     assert "would fail on a GPU" in ann and "line 11 (`causal = torch.ones(" in ann, ann
     assert "would fail on a GPU" not in ben, ben

@@ -165,12 +165,17 @@ def test_a_hostile_cell_never_reaches_the_kernel(workdir, torchcode_home, jupyte
         _code("import torch\nx = torch.randn(512, 512)\nprint('ops ran:', float((x @ x).sum()) == float((x @ x).sum()))"),
         _code("%%torchcode gqa\n" + RIGHT),
         _code("%%torchcode causal_attention --gpu-dry-run\n" + CPU_MASK),  # check --gpu-dry-run's advice
+        _code("%%torchcode repeat_kv\nfrom myhelpers import rk\n\n\ndef repeat_kv(x, n_rep):\n    return rk(x, n_rep)\n"),
     ]
+    (workdir / "myhelpers.py").write_text(  # the notebook's folder: a cell imports from it, as `check` does
+        "def rk(x, n_rep):\n    B, S, H, D = x.shape\n"
+        "    return x[:, :, :, None, :].expand(B, S, H, n_rep, D).reshape(B, S, H * n_rep, D)\n")
     _execute(nb, workdir)
     assert "error: which problem?" in _text(nb.cells.pop(1))
     dry = " ".join(_text(nb.cells[11]).split())  # the advice wraps at the report's width
     assert "Accepted" in dry and "would fail on a GPU" in dry, dry
     assert "this cell, line 12 (`causal = torch.ones(" in dry, dry  # line 11 of the code: 12 of the cell
+    assert "Accepted" in _text(nb.cells[12]), _text(nb.cells[12])
     syntax, runtime = _text(nb.cells[6]), _text(nb.cells[7])
     assert "Syntax error" in syntax and "this cell, line 4, column 42" in syntax, syntax  # lines as the cell shows them
     line = RIGHT.splitlines().index("    def forward(self, x):") + 3

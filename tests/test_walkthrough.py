@@ -138,3 +138,29 @@ def test_help_says_what_new_and_validate_take(cli, workdir):
     assert "lower-case letters, digits and underscores, starting with a letter" in " ".join(new_help.out.split())
     assert refused.code == 2 and "use lower-case letters, digits and underscores" in refused.err, refused.text
     assert "(default: all; with --problems-dir, the pack's)" in " ".join(validate_help.out.split()), validate_help.out
+
+
+HELPER = """def rk(x, n_rep):
+    B, S, H, D = x.shape
+    return x[:, :, :, None, :].expand(B, S, H, n_rep, D).reshape(B, S, H * n_rep, D)
+"""
+USES_HELPER = "from myhelpers import rk\n\n\ndef repeat_kv(x, n_rep):\n    return rk(x, n_rep)\n"
+
+
+def test_a_helper_module_beside_the_file_imports_where_the_progress_store_is_too(cli, workdir):
+    """README's demo keeps TORCHCODE_HOME inside the working folder: the worker could then read the learner's
+    file alone, and `import myhelpers` from beside it failed (check, watch and serve: one worker). It works
+    now, and the progress store in that folder stays out of reach."""
+    env = {"TORCHCODE_HOME": str(workdir / "home")}
+    (workdir / "myhelpers.py").write_text(HELPER)
+    (workdir / "repeat_kv.py").write_text(USES_HELPER)
+    (workdir / "snoop.py").write_text(
+        "import os\n\nhere = os.path.dirname(os.path.abspath(__file__))\ntry:\n"
+        "    open(os.path.join(here, 'home', 'progress.sqlite3'), 'rb').read(16)\n    said = 'STORE READ'\n"
+        "except OSError as e:\n    said = 'store refused: ' + type(e).__name__\n\n\n"
+        "def repeat_kv(x, n_rep):\n    raise RuntimeError(said)\n")
+    helped = cli("check", "repeat_kv.py", "--device", "cpu", env=env)
+    assert helped.code == 0 and "Accepted" in helped.out, helped.text
+    assert (workdir / "home" / "progress.sqlite3").is_file()
+    snoop = cli("check", "snoop.py", "--problem", "repeat_kv", "--device", "cpu", env=env)
+    assert snoop.code == 1 and "store refused: PermissionError" in snoop.out and "STORE READ" not in snoop.out, snoop.text

@@ -51,9 +51,12 @@ def session():
     global _session
     with _session_lock:
         if _session is None:
+            import os
+
+            from torchcode.grader.limits import Limits
             from torchcode.session import Session
 
-            s = Session()
+            s = Session(limits=Limits(imports_from=[os.getcwd()]))  # a cell imports the notebook folder's modules
             try:
                 s.start()
             except BaseException:  # interrupted or failed while starting: leave no process behind

@@ -212,6 +212,7 @@ def _limits(limits) -> dict:
     d = asdict(limits) if limits is not None else {}
     d.pop("device", None)  # the resolved device is in the settings itself
     d.pop("protect", None)  # where the files are (a zip unpacks to a new folder each run) changes no result
+    d.pop("imports_from", None)  # never set by grade: left out, so that older gradebooks stay current
     return d
 
 

@@ -169,7 +169,7 @@ class Grader:
         config = {"tmp": str(tmp), "log": str(tmp / "output.txt"), "cwd": str(tmp / "cwd"), "memory_mb": lim.memory_mb,
                   "device": lim.device, "output_bytes": lim.output_bytes, "threads": lim.threads,
                   "path": str(path), "confine": lim.confine and confine, "protected": protected_paths(spec) + [str(Path(p).resolve()) for p in lim.protect],
-                  "dtypes": list(dtypes), "sdpa": SDPA not in spec.forbidden, "device_init": lim.device_init}
+                  "dtypes": list(dtypes), "sdpa": SDPA not in spec.forbidden, "imports_from": list(lim.imports_from), "device_init": lim.device_init}
         try:
             worker = self.zygote.spawn(config)
         except OSError as e:

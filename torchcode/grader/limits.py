@@ -20,3 +20,5 @@ class Limits:
     device_init: str | None = field(default_factory=lambda: os.environ.get("TORCHCODE_DEVICE_INIT") or None)
     # more paths a submission may not read (grade: the class's other submissions, the gradebook, the feedback)
     protect: list[str] = field(default_factory=list)
+    # folders a submission graded from a text may import its own modules from (Jupyter: the notebook's)
+    imports_from: list[str] = field(default_factory=list)

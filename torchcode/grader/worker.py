@@ -54,7 +54,7 @@ def main(sock_fd: int, config: dict) -> None:
             Message().send(sock, {"op": "start_failed", "message": str(e)[:2000]})
             return
         protocol.note(sock, ready={"confined": confined})  # before any learner code: cannot be forged
-        Worker(sock, int(config.get("output_bytes") or 0)).serve()
+        Worker(sock, int(config.get("output_bytes") or 0), import_folders(config)).serve()
     except BaseException:  # noqa: BLE001 - nothing may escape the child
         pass
     finally:
@@ -194,13 +194,44 @@ def _not_utf8(raw: bytes, e: Exception) -> str:
     return f"your file's encoding cannot be read ({e}): save it as UTF-8"
 
 
+def import_folders(config: dict) -> list[str]:
+    """The folders a submission imports its own modules from: its file's, and for a text graded from a
+    notebook (``Limits.imports_from``) the notebook's."""
+    folders = [os.path.dirname(config["path"])]
+    folders += [os.path.realpath(f) for f in config.get("imports_from") or []]
+    return list(dict.fromkeys(folders))
+
+
+def _list_for_imports(folder: str) -> None:
+    """Fill the import system's listing of ``folder`` now, while it may still be listed."""
+    for hook in sys.path_hooks:
+        try:
+            finder = hook(folder)
+        except ImportError:
+            continue
+        sys.path_importer_cache[folder] = finder
+        if hasattr(finder, "find_spec"):
+            finder.find_spec("_torchcode_listing_")  # a name no folder holds: it lists the folder, finds nothing
+        return
+
+
 def _confine(config: dict) -> dict:
     """The kernel's confinement (Landlock, seccomp). Returns what is in force."""
     from torchcode.grader import confine
 
     learner, protected = config["path"], config["protected"]
-    folder = os.path.dirname(learner)
-    readable = [learner] + ([folder] if not any(q == folder or q.startswith(folder + "/") for q in protected) else [])
+    readable = [learner]
+    for folder in import_folders(config):  # `import myhelpers` works from these, as in plain Python
+        if not any(q == folder or q.startswith(folder + "/") for q in protected):
+            readable.append(folder)
+            continue
+        if folder == os.path.realpath(os.path.expanduser("~")):
+            continue  # the home directory itself (the store in ~/.local): never opened up, only the file
+        # the folder holds a protected tree (the progress store: TORCHCODE_HOME inside it, or a learner working
+        # in ~): its other entries stay readable, and the import system lists it now (it may not list it once
+        # confined: that would show the protected tree's name only, never its files)
+        readable += confine.allow_list(protected, roots=[folder])
+        _list_for_imports(folder)
     # /dev/shm only where CUDA may need it: its files outlive the worker, and a grade could leave some for the
     # next (in a warm session, another student's) or fill the machine's memory with them
     abi = confine.restrict_filesystem(protected, readable, [config["cwd"]], shm=config.get("device") == "cuda",
@@ -372,8 +403,9 @@ def _count(spec: dict, key: str, names: tuple) -> int:
 
 
 class Worker:
-    def __init__(self, sock: socket.socket, output_limit: int = 0):
+    def __init__(self, sock: socket.socket, output_limit: int = 0, folders: list[str] | None = None):
         self.sock = sock
+        self.folders = folders or []  # on sys.path for the learner's imports (see import_folders)
         self.output_limit = output_limit
         self.entry = None
         self.spec: dict = {}
@@ -441,7 +473,7 @@ class Worker:
         module = types.ModuleType("submission")
         module.__file__ = self.path
         sys.modules["submission"] = module
-        sys.path.insert(0, os.path.dirname(self.path))
+        sys.path[:0] = self.folders or [os.path.dirname(self.path)]
         guard = guards.Guard(self.forbidden)
         try:
             with guard:
