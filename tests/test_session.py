@@ -307,3 +307,28 @@ def test_a_device_this_machine_lacks_is_a_usage_error():
     assert "Traceback" not in str(err.value)
     assert not s.running
     s.close()
+
+
+HELPER = ("def rk(x, n_rep):\n    B, S, H, D = x.shape\n"
+          "    return x[:, :, :, None, :].expand(B, S, H, n_rep, D).reshape(B, S, H * n_rep, D)\n")
+
+
+def test_a_worker_started_ahead_is_not_used_once_a_helper_beside_the_file_was_replaced(tmp_path, monkeypatch):
+    """Where the file's folder holds the progress store (README's demo), a worker reads the folder's entries by
+    inode: one started ahead of the next grade cannot read a helper module an editor saved since by renaming a
+    new file over it. It is not used then (the grade was a runtime error: Permission denied)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.setenv("TORCHCODE_HOME", str(work / "home"))  # the session's process inherits it
+    (work / "myhelpers.py").write_text(HELPER)
+    f = work / "repeat_kv.py"
+    f.write_text("from myhelpers import rk\n\n\ndef repeat_kv(x, n_rep):\n    return rk(x, n_rep)\n")
+    with Session(limits=Limits(device="cpu")) as s:
+        assert s.grade("repeat_kv", path=f).passed
+        assert s.grade("repeat_kv", path=f).passed  # the same file twice: the next grade's worker starts ahead
+        time.sleep(2)  # ... and is confined by now
+        side = work / ".myhelpers.py.swp"
+        side.write_text(HELPER + "# saved again\n")
+        os.replace(side, work / "myhelpers.py")
+        report = s.grade("repeat_kv", path=f)
+        assert report.passed, (report.verdict, report.message)

@@ -39,12 +39,16 @@ LOAD_REPLY = protocol.Budget(header=1 << 20)  # an import's reply carries no ten
 DRY_RUN_SECONDS = 1.5  # at most this long for the GPU-portability dry runs of code accepted on the CPU
 
 
-def _identity(path: Path) -> tuple[int, int] | None:
+def _identity(path: Path, protected: list[str] = ()) -> tuple[int, int, int] | None:
+    """What a worker started for ``path`` depends on: the file (Landlock's rule holds its inode) and, where its
+    folder holds a protected tree, the folder's entries (each readable by inode: a helper module an editor
+    saved by renaming a new file over it is another inode; that changes the folder's mtime)."""
     try:
         st = path.stat()
+        folder = path.parent.stat() if any(q.startswith(str(path.parent) + "/") for q in protected) else None
     except OSError:
         return None
-    return st.st_dev, st.st_ino
+    return st.st_dev, st.st_ino, folder.st_mtime_ns if folder is not None else 0
 
 
 # -- the public entry points ------------------------------------------------------------------------------
@@ -110,7 +114,7 @@ class Grader:
         self.drop_ahead(cases=False)
         path = Path(path).resolve()
         dts = list(dtypes or default_dtypes(spec, self.limits.device))
-        identity = _identity(path)
+        identity = _identity(path, self._protected(spec))
         if identity is None:
             return
         tmp = Path(tempfile.mkdtemp(prefix="torchcode-"))
@@ -146,11 +150,14 @@ class Grader:
         # the same file: the same path *and* inode. Where the file's folder holds a protected path (the progress
         # store in the home folder), Landlock lets the worker read the file alone, by inode: an editor that saves
         # by renaming a new file over the old one (and the browser workspace) leaves a worker that cannot read it
-        if spare is None or spare[0] != (str(spec.folder), str(path), tuple(dtypes), _identity(path)):
+        if spare is None or spare[0] != (str(spec.folder), str(path), tuple(dtypes), _identity(path, self._protected(spec))):
             self.drop_ahead(cases=False)
             return None
         self._spare = None
         return spare[1], spare[2]
+
+    def _protected(self, spec: ProblemSpec) -> list[str]:
+        return protected_paths(spec) + [str(Path(p).resolve()) for p in self.limits.protect]
 
     def problem(self, spec: ProblemSpec) -> Problem:
         key = str(spec.folder)
@@ -168,7 +175,7 @@ class Grader:
         (tmp / "cwd").mkdir()
         config = {"tmp": str(tmp), "log": str(tmp / "output.txt"), "cwd": str(tmp / "cwd"), "memory_mb": lim.memory_mb,
                   "device": lim.device, "output_bytes": lim.output_bytes, "threads": lim.threads,
-                  "path": str(path), "confine": lim.confine and confine, "protected": protected_paths(spec) + [str(Path(p).resolve()) for p in lim.protect],
+                  "path": str(path), "confine": lim.confine and confine, "protected": self._protected(spec),
                   "dtypes": list(dtypes), "sdpa": SDPA not in spec.forbidden, "imports_from": list(lim.imports_from), "device_init": lim.device_init}
         try:
             worker = self.zygote.spawn(config)
