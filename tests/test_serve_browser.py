@@ -66,7 +66,7 @@ def browser():
 def served(tmp_path):
     folder = tmp_path / "ws"
     folder.mkdir()
-    s = start_server(folder, tmp_path / "home")
+    s = start_server(folder, folder / "home")  # the progress store inside the folder, as README's demo has it
     yield s
     assert stop_server(s) == 130, "".join(s.output)
 
@@ -149,6 +149,18 @@ def test_solve_a_problem_in_the_browser(browser, served):
     db = sqlite3.connect(served.home / "progress.sqlite3")
     assert db.execute("SELECT verdict FROM attempts ORDER BY id").fetchall() == [("wrong_answer",), ("accepted",)]
     assert not d.get_log("browser") or all(e["level"] != "SEVERE" for e in d.get_log("browser"))
+
+    # the file checked twice in a row: the server started the next check's worker ahead. The editor saves by
+    # renaming a new file over the old one, which that worker (the store in this folder: it reads the file by
+    # inode) cannot read: it must not be used (the check was a runtime error, "Permission denied")
+    row.find_element(By.LINK_TEXT, "repeat_kv").click()
+    _wait(d, lambda d: "# edited elsewhere" in _editor(d), what="the editor again")
+    inode = path.stat().st_ino
+    d.execute_script("window.torchcodeEditor.setValue(window.torchcodeEditor.getValue() + '# saved here\\n');")
+    d.find_element(By.ID, "check").click()
+    verdict, text = _report(d)
+    assert verdict == "accepted", text
+    assert path.read_text().endswith("# saved here\n") and path.stat().st_ino != inode  # saved by rename
 
 
 def test_stop_a_running_check_then_a_file_that_is_not_utf8(browser, served):
