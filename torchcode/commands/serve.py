@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
+import logging
 import os
 import secrets
 import shutil
@@ -63,16 +65,50 @@ def run(directory: Path | None, port: int | None, no_browser: bool, host: str, a
     from torchcode.commands import interrupts
 
     interrupts.message = "torchcode serve stopped (checks in flight were cancelled, nothing left running)"
-    # Ctrl-C: a check in flight is not waited for (its stream is cut, the session closed with the app)
+    # Ctrl-C: a check in flight is not waited for: it is cancelled at once, so its page is told and its
+    # stream ends before the graceful-shutdown timeout (a stream still open then is cut by uvicorn)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", ws="none",
-                            timeout_graceful_shutdown=1)
-    server = uvicorn.Server(config)
+                            timeout_graceful_shutdown=3)
+    server = _server_class(uvicorn)(config, ws)
+    _quiet_cut_streams()
     try:
         server.run(sockets=[sock])
     finally:
         if opener:
             shutil.rmtree(opener, ignore_errors=True)
     return 0
+
+
+def _server_class(uvicorn):
+    class Server(uvicorn.Server):
+        """uvicorn's server, which first stops the work in flight when the learner presses Ctrl-C."""
+
+        def __init__(self, config, ws):
+            super().__init__(config)
+            self.ws = ws
+
+        def handle_exit(self, sig, frame):
+            import threading
+
+            # a signal handler: the cancels signal processes, in a thread of their own
+            threading.Thread(target=self.ws.stop, daemon=True).start()
+            super().handle_exit(sig, frame)
+
+    return Server
+
+
+class _CutStream(logging.Filter):
+    """A stream uvicorn had to cut at shutdown is no error of the learner's: its traceback never reaches
+    the terminal (the page was told, or is gone with the server)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        cut = isinstance(record.msg, str) and "timeout graceful shutdown exceeded" in record.msg
+        return not (cut or isinstance(exc, asyncio.CancelledError))
+
+
+def _quiet_cut_streams() -> None:
+    logging.getLogger("uvicorn.error").addFilter(_CutStream())
 
 
 def _open_browser(url: str) -> str | None:

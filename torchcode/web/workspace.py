@@ -44,6 +44,7 @@ class Workspace:
         self._session_lock = threading.Lock()
         self._bench: subprocess.Popen | None = None
         self._closed = False
+        self._stopping = False
         self._bench_lock = threading.Lock()
 
     # -- the store: one connection per call (requests run on several threads) --------------------
@@ -225,6 +226,12 @@ class Workspace:
                 self._session = s
             return self._session
 
+    def stop(self) -> None:
+        """The server is stopping (Ctrl-C): the work in flight ends now, and no new grade starts."""
+        self._stopping = True
+        self.cancel()
+        self.cancel_bench()
+
     def cancel(self) -> None:
         s = self._session
         if s is not None:
@@ -248,7 +255,10 @@ class Workspace:
         path = self.path(spec)
         if not path.is_file():
             raise UsageError(f"{spec.id} is not started here: press Start (or run `torchcode start {spec.id}`)")
-        report = self.session().grade(spec.id, path=str(path), on_event=on_event, gpu_dry_run=gpu_dry_run)
+        session = self.session()
+        if self._stopping:  # Ctrl-C came while the session started: grade nothing
+            raise Cancelled("the server is stopping")
+        report = session.grade(spec.id, path=str(path), on_event=on_event, gpu_dry_run=gpu_dry_run)
         st = Store()
         try:
             record_report(st, report, path)
