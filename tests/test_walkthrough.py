@@ -41,7 +41,8 @@ def test_a_folder_or_a_mistyped_file_says_what_to_type(cli, workdir):
     (workdir / "class" / "notes.py").write_text("")
     (workdir / "sdpa.py").write_text(SOLUTION)
     (workdir / "mine.py").write_text(SOLUTION)
-    folder, typo, bench_folder, bench_file, bench_both, bench_p, watch_empty, serve_file, watch_none = at_once(
+    folder, typo, bench_folder, bench_file, bench_both, bench_p, watch_empty, serve_file, watch_none, \
+        check_two, check_both, watch_two = at_once(
         lambda: cli("check", "class"),
         lambda: cli("check", "spda.py"),
         lambda: cli("bench", "class/"),
@@ -51,6 +52,9 @@ def test_a_folder_or_a_mistyped_file_says_what_to_type(cli, workdir):
         lambda: cli("watch", "."),
         lambda: cli("serve", "sdpa.py", "--no-browser"),
         lambda: cli("watch"),  # nothing started here
+        lambda: cli("check", "mine.py", "sdpa", "--device", "cpu"),  # PROBLEM FILE, either way round (it was
+        lambda: cli("check", "sdpa", "mine.py", "-p", "sdpa"),       # "unexpected extra argument")
+        lambda: cli("watch", "sdpa", "nosuch.py"),
     )
     for r in (folder, typo, bench_folder, bench_file, bench_both, bench_p, serve_file, watch_none):
         assert r.code == 2 and r.out == "" and "Traceback" not in r.err, r.text
@@ -66,6 +70,9 @@ def test_a_folder_or_a_mistyped_file_says_what_to_type(cli, workdir):
     assert watch_empty.code == 2 and "in it: `torchcode watch sdpa.py`. " in watch_empty.err, \
         watch_empty.text
     assert "`torchcode watch PROBLEM` or `torchcode watch FILE --problem PROBLEM`" in watch_none.err, watch_none.err
+    assert check_two.code == 0 and "Accepted" in check_two.out and "mine.py" in check_two.out, check_two.text
+    assert check_both.code == 2 and "name the problem once" in check_both.err, check_both.text
+    assert watch_two.code == 2 and "no such file: nosuch.py" in watch_two.err, watch_two.text
 
 
 def test_a_pack_with_a_broken_problem(cli, workdir):

@@ -50,6 +50,8 @@ ProblemArg = Annotated[str, typer.Argument(
 LastProblemArg = Annotated[Optional[str], typer.Argument(
     metavar="[PROBLEM]", show_default=False,
     help="Problem id or number. Default: the problem started last in this directory.")]
+FileArg = Annotated[Optional[str], typer.Argument(
+    metavar="[FILE]", show_default=False, help="With a problem id as TARGET: the file to grade (`check gqa my_gqa.py`).")]
 
 
 def _version(value: bool) -> None:
@@ -99,6 +101,7 @@ def start(problem: ProblemArg,
 @app.command()
 def check(target: Annotated[Optional[str], typer.Argument(
               metavar="[TARGET]", show_default=False, help="A problem id or a file. Default: the problem started last in this directory.")] = None,
+          file: FileArg = None,
           problem: Annotated[Optional[str], typer.Option("--problem", "-p", help="The problem FILE solves.")] = None,
           seed: Annotated[Optional[int], typer.Option(help="Reproduce a run: the seed printed on failure.")] = None,
           json_: Annotated[bool, typer.Option("--json", help="Print one JSON report and nothing else on stdout.")] = False,
@@ -118,12 +121,13 @@ def check(target: Annotated[Optional[str], typer.Argument(
     from torchcode.grader.limits import Limits
 
     limits = Limits(time_limit=time_limit, total_limit=total_time_limit, memory_mb=memory_limit, device=device)
-    raise typer.Exit(cmd.run(target, problem, seed, json_, limits, problems_dir, dtype, gpu_dry_run))
+    raise typer.Exit(cmd.run(target, problem, seed, json_, limits, problems_dir, dtype, gpu_dry_run, file))
 
 
 @app.command()
 def watch(target: Annotated[Optional[str], typer.Argument(
               metavar="[TARGET]", show_default=False, help="A problem id or a file. Default: the problem started last in this directory.")] = None,
+          file: FileArg = None,
           problem: Annotated[Optional[str], typer.Option("--problem", "-p", help="The problem FILE solves.")] = None,
           seed: Annotated[Optional[int], typer.Option(help="Grade every save on this seed (default: a new one each time).")] = None,
           time_limit: Annotated[Optional[float], typer.Option(help="Seconds per hidden case (default: the problem's).")] = None,
@@ -136,13 +140,13 @@ def watch(target: Annotated[Optional[str], typer.Argument(
     from torchcode.grader.limits import Limits
 
     raise typer.Exit(cmd.run(target, problem, seed, Limits(time_limit=time_limit, device=device), problems_dir, dtype,
-                             gpu_dry_run))
+                             gpu_dry_run, file))
 
 
 @app.command()
 def bench(target: Annotated[Optional[str], typer.Argument(
               metavar="[TARGET]", show_default=False, help="A problem id or a file (as for check).")] = None,
-          file: Annotated[Optional[str], typer.Argument(metavar="[FILE]", show_default=False, help="The file to benchmark (default: ./PROBLEM.py).")] = None,
+          file: FileArg = None,
           problem: Annotated[Optional[str], typer.Option("--problem", "-p", help="The problem FILE solves (as for check).")] = None,
           device: Annotated[str, typer.Option(help="auto, cpu or cuda.")] = "auto",
           dtype: Annotated[str, typer.Option(help="float32, bfloat16 or float16.")] = "float32",
@@ -159,12 +163,8 @@ def bench(target: Annotated[Optional[str], typer.Argument(
         size_list = [int(x) for x in sizes.split(",")] if sizes else None
     except ValueError:
         raise UsageError(f"--sizes must be comma-separated integers, not {sizes!r}") from None
-    if file is not None:
-        if problem is not None:
-            raise UsageError(f"name the problem once: `torchcode bench {target} {file}` or "
-                             f"`torchcode bench {file} --problem {problem}`")
-        target, problem = file, target
-    raise typer.Exit(cmd.run(target, problem, Limits(device=device), dtype, size_list, reps, json_, problems_dir))
+    raise typer.Exit(cmd.run(target, problem, Limits(device=device), dtype, size_list, reps, json_, problems_dir,
+                             file))
 
 
 @app.command()

@@ -13,13 +13,13 @@ from torchcode.render.terminal import inert
 
 
 def run(target: str | None, problem: str | None, limits, dtype: str, sizes: list[int] | None, reps: int,
-        as_json: bool, problems_dirs: list[Path] | None) -> int:
+        as_json: bool, problems_dirs: list[Path] | None, file: str | None = None) -> int:
     if reps < 1:
         raise UsageError(f"--reps must be at least 1, not {reps}")
     if sizes is not None and (not sizes or min(sizes) < 1):
         raise UsageError(f"--sizes must be whole numbers of at least 1, not {','.join(map(str, sizes))}")
     cat = catalog(problems_dirs)
-    spec, path = resolve_target(cat, store(), target, problem, "bench")
+    spec, path = resolve_target(cat, store(), target, problem, "bench", file)
     if dtype not in spec.grading.dtypes:
         raise UsageError(f"{spec.id} is not graded in {dtype}; it declares {', '.join(spec.grading.dtypes)}")
     from torchcode.grader.bench import bench_sizes, run_bench

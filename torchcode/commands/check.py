@@ -29,7 +29,8 @@ INTERRUPTED = "interrupted: the check was stopped and nothing was recorded"
 
 
 def run(target: str | None, problem: str | None, seed: int | None, as_json: bool, limits,
-        problems_dirs: list[Path] | None, dtypes: list[str] | None = None, gpu_dry_run: bool = False) -> int:
+        problems_dirs: list[Path] | None, dtypes: list[str] | None = None, gpu_dry_run: bool = False,
+        file: str | None = None) -> int:
     interrupts.message = INTERRUPTED
     if seed is not None and not SEED_MIN <= seed <= SEED_MAX:
         raise UsageError(f"--seed must be a whole number from {SEED_MIN} to {SEED_MAX} "
@@ -37,7 +38,7 @@ def run(target: str | None, problem: str | None, seed: int | None, as_json: bool
     check_limits(limits)
     cat = catalog(problems_dirs)
     st = store()
-    spec, path = resolve_target(cat, st, target, problem)
+    spec, path = resolve_target(cat, st, target, problem, file=file)
     wanted = wanted_dtypes(spec, dtypes)
     with ProgressLine(inert(display_path(path)), enabled=progress_line.wanted(as_json),
                       limit=limits.time_limit or spec.grading.time_limit) as line:

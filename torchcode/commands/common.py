@@ -74,9 +74,16 @@ def problem_or_last(cat: Catalog, st: Store, problem: str | None, command: str) 
 
 
 def resolve_target(cat: Catalog, st: Store, target: str | None, problem: str | None,
-                   command: str = "check") -> tuple[ProblemSpec, Path]:
-    """``check`` / ``check gqa`` / ``check path.py --problem gqa`` -> (spec, file)."""
+                   command: str = "check", file: str | None = None) -> tuple[ProblemSpec, Path]:
+    """``check`` / ``check gqa`` / ``check path.py --problem gqa`` / ``check gqa path.py`` -> (spec, file)."""
     cwd = Path.cwd()
+    if file is not None:  # `check PROBLEM FILE` (or FILE PROBLEM): the same as `check FILE --problem PROBLEM`
+        if problem is not None:
+            raise UsageError(f"name the problem once: `torchcode {command} {target} {file}` or "
+                             f"`torchcode {command} {file} --problem {problem}`")
+        if cat.find(file) is not None and cat.find(target) is None:
+            target, file = file, target
+        target, problem = file, target
     if target is None:
         if problem:
             spec = cat.get(problem)

@@ -32,7 +32,7 @@ SLOW = 0.5  # a case running longer than this is named on screen
 
 
 def run(target: str | None, problem: str | None, seed: int | None, limits, problems_dirs: list[Path] | None,
-        dtypes: list[str] | None = None, gpu_dry_run: bool = False) -> int:
+        dtypes: list[str] | None = None, gpu_dry_run: bool = False, file: str | None = None) -> int:
     try:
         import watchfiles  # noqa: F401  (imported here: only watch needs it)
     except ImportError:
@@ -45,7 +45,7 @@ def run(target: str | None, problem: str | None, seed: int | None, limits, probl
     check_limits(limits)
     cat = catalog(problems_dirs)
     st = store()
-    spec, path = resolve_target(cat, st, target, problem, "watch")
+    spec, path = resolve_target(cat, st, target, problem, "watch", file)
     wanted = wanted_dtypes(spec, dtypes)
     con = console()
     err = err_console()
