@@ -29,6 +29,18 @@ def custom_eps(rng):
     return lin(B, S, rng.randn(B, S, 4), rng.randn(B, S, 4), rng.randn(B, S, 6), eps=5.0)
 
 
+@case(targets="eps as the contract's default (1e-6) when the caller leaves it out: features so small that eps "
+              "weighs in the denominator")
+def default_eps_weighs(rng):
+    # phi(x) = elu(x) + 1 ~ 1e-3 for x ~ -6.9 (still exact enough in float32): phi(q) . sum_j phi(k_j) ~ 3e-5, so
+    # another default (1e-5 written as a sentinel resolved in the body, or read from **kwargs) moves the output
+    # by a fifth of its size. Forward only: the gradient divides by the denominator squared, past float16's range.
+    B, S = 1, 8
+    # (No bound on intermediates: at S = 8 a block of rows is the whole matrix; the other cases bound them.)
+    return Case(steps=[Call(rng.randn(B, S, 4, scale=0.3) - 6.9, rng.randn(B, S, 4, scale=0.3) - 6.9,
+                            rng.randn(B, S, 4))], grad=False)
+
+
 @case(targets="Dk != Dv, batch 1, odd length")
 def rectangular(rng):
     B, S = 1, 37
