@@ -64,7 +64,7 @@ def compare(what: str, got: torch.Tensor, gold: torch.Tensor, ref: torch.Tensor,
         return None
     worst = diff.max().item()
     if worst <= allowed:
-        return None
+        return _biased(what, got64, gold64, ref64, spread, keep, allowed, ref.dtype) if ref.dtype in LOW_PRECISION else None
     flat = int(torch.argmax(torch.where(torch.isinf(diff), torch.full_like(diff, 1e308), diff)))
     index = _unravel(flat, gold64.shape)
     expected, value = gold64.reshape(-1)[flat].item(), got64.reshape(-1)[flat].item()
@@ -75,6 +75,60 @@ def compare(what: str, got: torch.Tensor, gold: torch.Tensor, ref: torch.Tensor,
         expected=expected, got=value, allowed=allowed,
         bad=int((diff > allowed).sum()), total=int(keep.sum()),
     )
+
+
+LOW_PRECISION = (torch.bfloat16, torch.float16)
+# A systematic error (every element scaled, or shifted, the same way) of at least this many machine epsilons of
+# the grading dtype, and BIAS_FACTOR times the reference's own, fails even when each element is within the
+# tolerance: in bfloat16 the per-element tolerance is several percent, which a scale by 1 + 1/32 applied only in
+# low precision fit inside. Rounding to nearest leans neither way: an honest kernel's systematic error is a
+# small fraction of an epsilon (it shrinks with the number of elements); BIAS_MIN_ELEMENTS keeps tiny tensors out.
+BIAS_EPSILONS = 2.0
+BIAS_FACTOR = 4.0
+BIAS_MIN_ELEMENTS = 64
+# Only where the case is well conditioned in this dtype (the reference's own error at most this many epsilons of the
+# tensor's scale): where it is not (large scores: softmax nearly one-hot), honest kernels that round elsewhere lean
+# by more than an epsilon (a right flash attention's gradient in bfloat16, measured), and nothing is said.
+BIAS_CONDITIONED = 4.0
+
+
+def _lean(err: torch.Tensor, gold: torch.Tensor, keep: torch.Tensor) -> tuple[float, float]:
+    """(scale, shift): the relative scale error (least squares of err on gold) and the mean error over the rms of gold."""
+    zero = torch.zeros((), dtype=torch.float64)
+    ok = keep & torch.isfinite(err)
+    e, g = torch.where(ok, err, zero), torch.where(ok, gold, zero)
+    n, power = int(ok.sum()), (g * g).sum().item()
+    if n == 0 or power <= 0:
+        return 0.0, 0.0
+    return (e * g).sum().item() / power, e.sum().item() / n / (power / n) ** 0.5
+
+
+def _biased(what, got64, gold64, ref64, spread, keep, allowed, low: torch.dtype) -> Mismatch | None:
+    keep = keep & torch.isfinite(got64)
+    if int(keep.sum()) < BIAS_MIN_ELEMENTS:
+        return None
+    eps = torch.finfo(low).eps
+    scale = torch.where(keep, gold64.abs(), torch.zeros((), dtype=torch.float64)).max().item()
+    for r in (ref64, spread.detach().double() if spread is not None and spread.shape == gold64.shape else None):
+        if r is not None and torch.where(keep, (r - gold64).abs(), torch.zeros((), dtype=torch.float64)).max().item() \
+                > BIAS_CONDITIONED * eps * scale:
+            return None
+    honest = [_lean(ref64 - gold64, gold64, keep)]
+    if spread is not None and spread.shape == gold64.shape:
+        honest.append(_lean(spread.detach().double() - gold64, gold64, keep))
+    mine = _lean(got64 - gold64, gold64, keep)
+    for k in range(2):
+        limit = max(BIAS_EPSILONS * eps, BIAS_FACTOR * max(abs(h[k]) for h in honest))
+        if abs(mine[k]) > limit:
+            diff = torch.where(keep, (got64 - gold64).abs(), torch.zeros((), dtype=torch.float64))
+            flat = int(torch.argmax(diff))
+            index = _unravel(flat, gold64.shape)
+            rel = diff / (gold64.abs() + 1e-12)
+            return Mismatch(what=what, shape=list(gold64.shape), max_abs_err=diff.max().item(),
+                            max_rel_err=torch.where(keep, rel, torch.zeros((), dtype=torch.float64)).max().item(),
+                            index=index, expected=gold64.reshape(-1)[flat].item(), got=got64.reshape(-1)[flat].item(),
+                            allowed=allowed, bad=0, total=int(keep.sum()), bias=mine[k])
+    return None
 
 
 def _unravel(flat: int, shape) -> list[int]:

@@ -57,6 +57,7 @@ class Mismatch:
     allowed: float  # the tolerance it had to meet
     bad: int  # elements over the tolerance
     total: int
+    bias: float | None = None  # low precision: the systematic relative error of a tensor whose elements each pass
 
 
 @dataclass

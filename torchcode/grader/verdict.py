@@ -342,6 +342,11 @@ def _structure_problem(got, gold, ref, label: str = "output", device: str = "cpu
 
 def _wrong(res: CaseResult, m: Mismatch) -> CaseResult:
     res.verdict, res.mismatch = Verdict.WRONG_ANSWER, m
+    if m.bias is not None:
+        res.message = (f"{m.what} leans one way: it is off by a systematic {m.bias:+.2%} of its scale (each element "
+                       "alone is within this dtype's tolerance, but rounding leans neither way). Look for a scale, an "
+                       "offset or a constant used only in low precision, or a step that always rounds one way")
+        return res
     res.message = (f"{m.what} does not match the reference: {m.bad:,} of {m.total:,} elements are off, "
                    f"worst at index {m.index} (expected {m.expected:.6g}, got {m.got:.6g})")
     return res
