@@ -96,7 +96,6 @@ _PARTIAL_KEYWORDS = functools.partial.__dict__["keywords"].__get__
 _STATIC_FUNC = staticmethod.__dict__["__func__"].__get__
 _TYPE_DICT = type.__dict__["__dict__"].__get__
 _TYPE_MRO = type.__dict__["__mro__"].__get__
-_DICT_GET = dict.get
 _FLOAT_REPR = float.__repr__
 _INT_REPR = int.__repr__
 
@@ -114,10 +113,10 @@ def effective(obj, names) -> dict:
             break
         kind = type(obj)
         if kind is _PARTIAL:
-            bound = _PARTIAL_KEYWORDS(obj)
+            bound = _str_keyed(_PARTIAL_KEYWORDS(obj))
             for n in list(pending):
-                if type(bound) is dict and n in bound:
-                    found[n] = _plain(dict.__getitem__(bound, n))
+                if n in bound:
+                    found[n] = _plain(bound[n])
                     pending.remove(n)
             obj = _PARTIAL_FUNC(obj)
         elif kind is types.MethodType:
@@ -129,19 +128,25 @@ def effective(obj, names) -> dict:
             positional = code.co_varnames[:code.co_argcount]
             defaults, kwdefaults = _DEFAULTS(obj) or (), _KWDEFAULTS(obj) or {}
             given = dict(zip(positional[len(positional) - len(defaults):], defaults))
-            if type(kwdefaults) is dict:
-                given.update(dict.items(kwdefaults))
+            given.update(_str_keyed(kwdefaults))
             for n in list(pending):
                 if n in given and given[n] is not None:
                     found[n] = _plain(given[n])
                     pending.remove(n)
-            attrs = _FDICT(obj)
-            obj = _DICT_GET(attrs, "__wrapped__") if type(attrs) is dict else None
+            obj = _str_keyed(_FDICT(obj)).get("__wrapped__")
             if obj is None:
                 break
         else:
             break
     return found
+
+
+def _str_keyed(d) -> dict:
+    """The entries of a dict of the learner's whose keys are exact strs (a key of another type could run code
+    when compared: its __eq__ and __hash__ are the learner's)."""
+    if type(d) is not dict:
+        return {}
+    return {k: v for k, v in dict.items(d) if type(k) is str}
 
 
 def static_attribute(cls, name: str):
