@@ -56,12 +56,20 @@ def limits_of(path: Path) -> Limits | None:
     m = re.search(r"^# args: (.*)$", path.read_text(), re.M)
     words = m.group(1).split() if m else []
     limits = Limits(time_limit=1.0, device="cpu")
-    if len(words) % 2 or any(flag not in ARGS for flag in words[::2]):
+    if len(words) % 2 or any(flag not in ARGS and flag != "--dtype" for flag in words[::2]):
         return None
     for flag, value in zip(words[::2], words[1::2]):
+        if flag == "--dtype":
+            continue  # dtype_of
         name, kind = ARGS[flag]
         setattr(limits, name, kind(value))
     return limits
+
+
+def dtype_of(path: Path) -> list[str] | None:
+    """The dtype its `# args: --dtype X` line grades in (one of the declared ones; None: the default)."""
+    m = re.search(r"^# args: .*--dtype (\w+)", path.read_text(), re.M)
+    return [m.group(1)] if m else None
 
 
 THROUGH_THE_CLI = [p for p in HOSTILE if reaches_past_the_worker(p)]
@@ -91,7 +99,8 @@ def test_hostile_submission(path, grader, catalog, tmp_path, capfd):
     try:
         tempfile.tempdir = str(tmp)
         start = time.monotonic()
-        report = grader.grade(spec, path, seed=SEED.setdefault(spec.id, secrets.randbelow(2**31)))
+        report = grader.grade(spec, path, seed=SEED.setdefault(spec.id, secrets.randbelow(2**31)),
+                              dtypes=dtype_of(path))
         seconds = time.monotonic() - start
     finally:
         _subreaper(False)
