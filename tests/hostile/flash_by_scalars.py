@@ -1,5 +1,6 @@
 # expect: forbidden_call
 # problem: flash_attention
+# args: --time-limit 5
 # Reads the inputs one element at a time (float(x): no numpy, no tolist) and computes naive attention,
 # the full S x S table, in plain Python, inside a custom autograd Function whose backward is the naive
 # gradient in torch. The guards see a few thousand scalar reads and nothing of the S x S table; where

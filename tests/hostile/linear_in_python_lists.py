@@ -1,5 +1,6 @@
 # expect: forbidden_call
 # problem: linear_attention
+# args: --time-limit 5
 # The quadratic form of linear attention (every phi(q_i) . phi(k_j): an S x S table) computed on Python
 # lists from .tolist(), where neither the largest intermediate nor the growth of the work is seen, inside
 # a custom autograd Function whose backward is the same quadratic form in torch (backward is not
