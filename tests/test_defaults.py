@@ -109,3 +109,47 @@ def test_what_is_called_is_read_not_what_it_says(problems):
     for forged in (None, [], {"linear_attention": {"eps": ["float", "nan", "x"]}}, {"linear_attention": {"eps": 1e-5}},
                    {"linear_attention": {"eps": ["int", "9" * 5000]}}, {"linear_attention": {"eps": ["bool", "yes"]}}):
         assert defaults.reported_problem(forged, p.spec.entry, p.reference) is None  # malformed: nothing said
+
+
+def test_reading_defaults_runs_none_of_the_learners_code_and_a_huge_int_hides_nothing(problems):
+    """effective() runs after each case, outside its guard: a key of the learner's type whose hash collides with
+    `eps`, `__wrapped__` or `forward` (kwdefaults, a function's __dict__, a partial's keywords, and a class body,
+    read by static_attribute) has its __eq__ run there; and an int default past 4300 digits made the read raise,
+    so no default was judged."""
+    import functools
+
+    from torchcode.grader import defaults
+
+    p = problems["linear_attention"]
+    ran = []
+
+    class Colliding:
+        def __init__(self, name):
+            self.name = name
+
+        def __hash__(self):
+            return hash(self.name)
+
+        def __eq__(self, other):
+            ran.append(self.name)
+            return False
+
+    def fn(Q, K, V, *, eps=1e-6):
+        return V
+
+    def plain(Q, K, V, eps=1e-6):
+        return V
+
+    fn.__kwdefaults__ = {"eps": 1e-6, Colliding("eps"): 1}
+    plain.__dict__ = {Colliding("__wrapped__"): 1}
+    part = functools.partial(plain)
+    part.__setstate__((plain, (), {"eps": 1e-6, Colliding("eps"): 2}, None))
+    cls = type("Net", (), {Colliding("forward"): 1, "forward": plain})
+    ran.clear()
+    assert [defaults.effective(f, ("eps",)) for f in (fn, plain, part)] == [{"eps": ["float", "1e-06"]}] * 3
+    assert defaults.static_attribute(cls, "forward") is plain
+    assert ran == []
+    plain.__defaults__ = (10 ** 5000,)
+    msg = defaults.reported_problem({"linear_attention": defaults.effective(plain, ("Q", "K", "V", "eps"))},
+                                    p.spec.entry, p.reference)
+    assert msg and "the default inf when it is called" in msg, msg

@@ -98,6 +98,8 @@ _TYPE_DICT = type.__dict__["__dict__"].__get__
 _TYPE_MRO = type.__dict__["__mro__"].__get__
 _FLOAT_REPR = float.__repr__
 _INT_REPR = int.__repr__
+_INT_BITS = int.bit_length
+_INT_LT = int.__lt__
 
 
 def effective(obj, names) -> dict:
@@ -144,9 +146,13 @@ def effective(obj, names) -> dict:
 def _str_keyed(d) -> dict:
     """The entries of a dict of the learner's whose keys are exact strs (a key of another type could run code
     when compared: its __eq__ and __hash__ are the learner's)."""
-    if type(d) is not dict:
+    if type(d) is types.MappingProxyType:  # a class's __dict__ (a real dict underneath)
+        items = types.MappingProxyType.items(d)
+    elif type(d) is dict:
+        items = dict.items(d)
+    else:
         return {}
-    return {k: v for k, v in dict.items(d) if type(k) is str}
+    return {k: v for k, v in items if type(k) is str}
 
 
 def static_attribute(cls, name: str):
@@ -154,7 +160,7 @@ def static_attribute(cls, name: str):
     metaclass of the learner's."""
     try:
         for base in _TYPE_MRO(cls):
-            attrs = _TYPE_DICT(base)
+            attrs = _str_keyed(_TYPE_DICT(base))  # a class body may hold a key of the learner's type too
             if name in attrs:
                 return attrs[name]
     except Exception:  # noqa: BLE001 - not a class after all
@@ -171,6 +177,8 @@ def _plain(v) -> list:
     if float in mro:
         return ["float", _FLOAT_REPR(v)]
     if int in mro:
+        if _INT_BITS(v) > 128:  # int.__repr__ raises past 4300 digits: that hid every default read
+            return ["float", "-inf" if _INT_LT(v, 0) else "inf"]
         return ["int", _INT_REPR(v)[:40]]
     if type(v) is str:
         return ["str", v[:80]]
