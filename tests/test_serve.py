@@ -211,6 +211,17 @@ def test_a_file_that_is_not_utf8_is_never_mangled_by_the_editor(served):
     assert f["text"] == "x = 'caf\u00e9'\n" and f["editable"] and f["note"] is None, f
     served.request("PUT", "/api/p/cross_attention/file", body={"text": "x = 'caf\u00e9!'\n", "sha": f["sha"]})
     assert path.read_bytes() == b"\xef\xbb\xbfx = 'caf\xc3\xa9!'\n"
+
+    # UTF-8 whose coding line names an encoding Python does not know: said so (it was called "not UTF-8"), and
+    # Convert makes the line say utf-8 (it wrote the same text back, still unreadable, with a new backup each press)
+    odd = "#!/usr/bin/env python\n# vim: set fileencoding=klingon :\nx = 'caf\u00e9'\n"
+    path.write_bytes(odd.encode("utf-8"))
+    f = served.request("GET", "/api/p/cross_attention/file")[2]
+    assert not f["editable"] and "'klingon', an encoding Python does not know" in f["note"], f
+    status, _, answer = served.request("POST", "/api/p/cross_attention/convert", body={"sha": f["sha"]})
+    assert status == 200 and answer["file"]["editable"], answer
+    assert path.read_text(encoding="utf-8") == odd.replace("klingon", "utf-8")
+    assert (served.folder / answer["backup"]).read_bytes() == odd.encode("utf-8")
     assert "Traceback" not in "".join(served.output)
 
 

@@ -24,8 +24,8 @@ from torchcode.errors import StoreError, UsageError
 from torchcode.progress import ProblemProgress, Store
 from torchcode.session import Cancelled
 
-MAX_FILE_BYTES = 1_000_000
-NEWLINE = b"\n"  # what the editor may save: a kernel is a few KB
+MAX_FILE_BYTES = 1_000_000  # what the editor may save: a kernel is a few KB
+NEWLINE = b"\n"
 
 
 def sha256(data: bytes) -> str:
@@ -165,7 +165,7 @@ class Workspace:
             raise Conflict(current)
         if current["editable"]:
             return {"file": current, "backup": None}
-        written = write_stub(spec, path, force=True, text=current["text"])
+        written = write_stub(spec, path, force=True, text=_utf8_coding_line(current["text"]))
         return {"file": self.file(pid), "backup": self.display(written.backup) if written.backup else None}
 
     def start(self, pid: str) -> dict:
@@ -333,11 +333,17 @@ def _as_text(data: bytes, shown: str) -> dict:
             except UnicodeDecodeError as u:
                 at = u.start
             where = f" (byte 0x{data[at]:02x} on line {data.count(NEWLINE, 0, at) + 1})" if at is not None else ""
-            try:
-                text, guess = data.decode("cp1252"), "Windows-1252"
-            except UnicodeDecodeError:
-                text, guess = data.decode("latin-1"), "Latin-1"
-            what = f"not UTF-8 text{where}; it is shown here read as {guess}"
+            unknown = _declared(data.decode("latin-1"))
+            if unknown is not None and at is None:  # UTF-8, but its coding line names what Python cannot read
+                text = data.decode("utf-8")
+                what = (f"UTF-8 text whose coding line names {unknown!r}, an encoding Python does not know "
+                        f"(Convert to UTF-8 also makes that line say utf-8)")
+            else:
+                try:
+                    text, guess = data.decode("cp1252"), "Windows-1252"
+                except UnicodeDecodeError:
+                    text, guess = data.decode("latin-1"), "Latin-1"
+                what = f"not UTF-8 text{where}; it is shown here read as {guess}"
         note = (f"{shown} is {what}. Python reads only UTF-8 here (or the encoding a `# -*- coding: ... -*-` "
                 f"line declares), so it cannot be checked as it is, and this editor will not overwrite it: "
                 f"Convert to UTF-8 saves the text shown as UTF-8 (your file is kept as a backup beside it), "
@@ -364,6 +370,22 @@ def _declared(text: str) -> str | None:
         if line.strip() and not line.lstrip().startswith("#"):
             return None
     return None
+
+
+def _utf8_coding_line(text: str) -> str:
+    """``text`` with its coding line, if it has one naming another encoding, saying utf-8 (what Convert writes):
+    a line naming an encoding Python does not know, or one the bytes were not in, would still refuse it."""
+    import re
+
+    lines = text.splitlines(keepends=True)
+    for i, line in enumerate(lines[:2]):
+        m = re.match(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", line)
+        if m:
+            lines[i] = line[:m.start(1)] + "utf-8" + line[m.end(1):]
+            return "".join(lines)
+        if line.strip() and not line.lstrip().startswith("#"):
+            break
+    return text
 
 
 def _encoded(text: str, encoding: str, shown: str) -> bytes:
