@@ -235,7 +235,8 @@ def test_case_weights_are_loaded_by_name_and_a_wrong_name_is_the_authors_error(c
     prep = problem.build(next(d for d in problem.cases if d.name == "very_negative_own_score"), seed=3)
     assert prep is not None and prep.gold  # the reference ran with them
     for weights, words in (({"W_q.wieght": torch.eye(8)}, "no such parameter"),
-                           ({"W_q.weight": torch.eye(4)}, "shape [8, 8]")):
+                           ({"W_q.weight": torch.eye(4)}, "shape [8, 8]"),
+                           ({"W_q.weight": [[1.0] * 8] * 8}, "as list, not a tensor")):
         bad = CaseDef("odd_weights", "", lambda rng, w=weights: Case(
             init=dict(d_model=8, num_heads=2), steps=[Call(rng.randn(1, 3, 8))], weights=w))
         with pytest.raises(SpecError) as e:

@@ -131,6 +131,9 @@ class Problem:
         rng = caseapi.Rng(caseapi.case_seed(seed, c.name + "/weights" + variant))
         state = self.weights(c, rng)
         for name, value in (c.weights or {}).items():  # chosen by the case (e.g. scores of a known size and sign)
+            if not isinstance(value, torch.Tensor):
+                raise SpecError(spec.cases_path, None, f"case '{c.name}' gives weights['{name}'] as "
+                                f"{type(value).__name__}, not a tensor", "give a tensor, e.g. rng.randn(...)")
             if name not in state or tuple(value.shape) != tuple(state[name].shape):
                 raise SpecError(spec.cases_path, None, f"case '{c.name}' gives weights['{name}'] of shape "
                                 f"{list(value.shape)}, but the reference has " + (
