@@ -336,6 +336,7 @@ def test_statement_markup_is_inert_and_keeps_math_whole():
 def test_bench_of_an_accepted_kernel_and_refusal_of_a_wrong_one(served):
     """`torchcode bench` behind the Benchmark tab: rows for the chart; a kernel that is not accepted gets none."""
     served.request("POST", "/api/p/causal_attention/start", body={})
+    served.request("POST", "/api/p/causal_attention/reset", body={})  # the stub, whatever an earlier test left there
     status, _, events = served.request("POST", "/api/p/causal_attention/bench", body={})
     assert status == 200 and events[-1]["event"] == "error", events
     assert "not accepted" in events[-1]["message"] and "Traceback" not in events[-1]["message"]
