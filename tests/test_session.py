@@ -174,6 +174,34 @@ def test_a_dead_session_process_is_a_grader_error_then_restarts(tmp_path):
         assert s._proc.pid != first
 
 
+def test_a_session_killed_while_it_starts_leaves_no_folder(tmp_path, monkeypatch):
+    """Killed before it said where its temporary folder was (its zygote starting, as a Ctrl-C that is not
+    answered in time ends it): the folder, made by the caller, goes too (watch's Ctrl-C test left it under load)."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    s = Session(limits=Limits(device="cpu"))
+    box: dict = {}
+
+    def start():
+        try:
+            s.start()
+        except GraderError as e:
+            box["error"] = e
+
+    t = threading.Thread(target=start)
+    t.start()
+    deadline = time.monotonic() + 60
+    while not (s._proc is not None and list(tmp_path.glob("torchcode-session-*"))) and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert s._proc is not None and s.device is None, "it was ready before it was killed"
+    os.kill(s._proc.pid, signal.SIGKILL)
+    t.join(30)
+    s.close()
+    assert "error" in box and list(tmp_path.iterdir()) == []
+
+
 def test_close_and_a_dying_caller_leave_nothing(tmp_path):
     """The caller killed mid-grade: the session's process, its zygote and the worker all go."""
     code = textwrap.dedent(f"""

@@ -77,6 +77,9 @@ class Session:
         """Stop the session's process; its zygote and any worker go with it. Safe to call twice."""
         proc, self._proc = self._proc, None
         if proc is None:
+            sources, self._sources = self._sources, None
+            if sources:  # made for a process that never started
+                shutil.rmtree(sources, ignore_errors=True)
             return
         try:
             self._sock.shutdown(socket.SHUT_WR)  # end of input: it closes its zygote and exits
@@ -175,6 +178,9 @@ class Session:
         self.close()
         self._log = tempfile.TemporaryFile(prefix="torchcode-session-")
         self._buf = b""
+        # its temporary folder is made here, so that close() removes it however the process ended (killed while
+        # its zygote started, before it could say where its folder was)
+        self._sources = tempfile.mkdtemp(prefix="torchcode-session-")
         # Requests and replies travel on a socket, not on pipes: a pipe of another process can be opened
         # again through /proc/PID/fd (by a worker that Landlock does not confine), a socket cannot.
         ours, theirs = socket.socketpair()
@@ -184,19 +190,19 @@ class Session:
                                           pass_fds=[theirs.fileno()], start_new_session=True)
         except OSError as e:
             ours.close()
+            self.close()
             raise GraderError(f"cannot start the grading session's process ({e})") from None
         finally:
             theirs.close()
         self._sock = ours
         config = {"limits": dataclasses.asdict(self.limits), "problems_dirs": self.problems_dirs,
-                  "parent": os.getpid()}
+                  "parent": os.getpid(), "tmp": self._sources}
         self._send(config)
         msg = self._receive(time.monotonic() + START_LIMIT)
         if "error" in msg:
             self.close()
             raise _error(msg["error"])
         self.device = msg.get("device")
-        self._sources = msg.get("sources")  # its temporary folder (texts to grade...), removed by close() if it was killed
 
     def _send(self, obj: dict) -> None:
         try:

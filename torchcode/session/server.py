@@ -75,7 +75,8 @@ def main() -> None:
     dirs = [Path(p) for p in config.get("problems_dirs") or []] or None
     # every temporary file of this session (and of its zygote: torch's caches, such as the meta kernels' of a
     # GPU dry run) goes under one folder of its own, removed at the end, as `check` does
-    root = Path(tempfile.mkdtemp(prefix="torchcode-session-"))
+    # (made by the client, which removes it however this process ends)
+    root = Path(config["tmp"]) if config.get("tmp") else Path(tempfile.mkdtemp(prefix="torchcode-session-"))
     tempfile.tempdir = str(root)
     grader = None
     try:
