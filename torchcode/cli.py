@@ -238,11 +238,14 @@ def new(problem: Annotated[str, typer.Argument(metavar="PROBLEM", help="The new 
 @app.command()
 def validate(problems: Annotated[Optional[list[str]], typer.Argument(metavar="[PROBLEM]...", show_default=False, help="Problem ids (default: all; with --problems-dir, the pack's).")] = None,
              seeds: Annotated[int, typer.Option(help="How many seeds the reference must pass on.")] = 3,
+             no_variants: Annotated[bool, typer.Option(
+                 "--no-variants", help="Do not grade the known-wrong and correct variants (a quick check while "
+                                       "writing cases; a problem is proved only with them).")] = False,
              problems_dir: PacksOpt = None):
     """Check problems: spec, statement, stub, reference on several seeds, known-wrong and correct variants, time."""
     from torchcode.commands import validate as cmd
 
-    raise typer.Exit(cmd.run(problems, problems_dir, seeds))
+    raise typer.Exit(cmd.run(problems, problems_dir, seeds, not no_variants))
 
 
 @app.command()

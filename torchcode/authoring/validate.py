@@ -89,16 +89,17 @@ def stub_interface_problem(source: str, spec: ProblemSpec) -> str | None:
     return None
 
 
-def validate_problem(spec: ProblemSpec, grader, seeds: tuple[int, ...] = (0, 1, 2)) -> ProblemValidation:
+def validate_problem(spec: ProblemSpec, grader, seeds: tuple[int, ...] = (0, 1, 2),
+                     variants: bool = True) -> ProblemValidation:
     v = ProblemValidation(spec.id)
     try:
-        _validate(v, spec, grader, seeds)
+        _validate(v, spec, grader, seeds, variants)
     except SpecError as e:  # the reference or the cases broke while grading
         v.add("reference", False, str(e), e.path, "fix the file named above")
     return v
 
 
-def _validate(v: ProblemValidation, spec: ProblemSpec, grader, seeds: tuple[int, ...]) -> None:
+def _validate(v: ProblemValidation, spec: ProblemSpec, grader, seeds: tuple[int, ...], variants: bool) -> None:
     from rich.console import Console
     from rich.markdown import Markdown
 
@@ -169,10 +170,11 @@ def _validate(v: ProblemValidation, spec: ProblemSpec, grader, seeds: tuple[int,
 
     # 5. mutation check
     wrong, right = spec.variants("wrong"), spec.variants("right")
-    v.add("variants", bool(wrong), f"{len(wrong)} known-wrong submissions" if wrong else "no known-wrong submission",
-          spec.folder / "wrong", "" if wrong else "add realistic mistakes under wrong/, each with '# expect: VERDICT'")
-    v.add("variants", bool(right), f"{len(right)} correct alternatives" if right else "no correct alternative",
-          spec.folder / "right", "" if right else "add a correct alternative under right/ ('# expect: accepted')")
+    if not variants:
+        v.add("variants", True, f"not graded (--no-variants): {len(wrong)} known-wrong, {len(right)} correct", spec.folder)
+        wrong, right = [], []
+    else:
+        _variants_present(v, spec, wrong, right)
     every_dtype = list(spec.grading.dtypes)
     for path in wrong:
         want = expected_verdict(path)
@@ -233,12 +235,20 @@ def _validate(v: ProblemValidation, spec: ProblemSpec, grader, seeds: tuple[int,
           "" if not slow else "shrink the case or raise [grading] time_limit")
 
 
+def _variants_present(v: ProblemValidation, spec: ProblemSpec, wrong: list, right: list) -> None:
+    v.add("variants", bool(wrong), f"{len(wrong)} known-wrong submissions" if wrong else "no known-wrong submission",
+          spec.folder / "wrong", "" if wrong else "add realistic mistakes under wrong/, each with '# expect: VERDICT'")
+    v.add("variants", bool(right), f"{len(right)} correct alternatives" if right else "no correct alternative",
+          spec.folder / "right", "" if right else "add a correct alternative under right/ ('# expect: accepted')")
+
+
 def _case_bytes(problem, cdef, seed: int) -> bytes:
     prep = problem.build(cdef, seed)  # built anew each time (prepare would hand back the same one)
     return repr(prep.header).encode() + b"".join(prep.message.blobs)
 
 
-def validate(catalog: Catalog, ids: list[str], grader, seeds: tuple[int, ...] = (0, 1, 2)) -> list[ProblemValidation]:
+def validate(catalog: Catalog, ids: list[str], grader, seeds: tuple[int, ...] = (0, 1, 2),
+             variants: bool = True) -> list[ProblemValidation]:
     results = []
     for pid in ids:
         if pid in catalog.broken:
@@ -247,7 +257,7 @@ def validate(catalog: Catalog, ids: list[str], grader, seeds: tuple[int, ...] = 
             pv.add("spec", False, str(err), err.path, "fix the field named above")
             results.append(pv)
             continue
-        results.append(validate_problem(catalog.get(pid), grader, seeds))
+        results.append(validate_problem(catalog.get(pid), grader, seeds, variants))
     return results
 
 

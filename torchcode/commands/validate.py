@@ -8,7 +8,7 @@ from torchcode.catalog import load_catalog
 from torchcode.render import console
 
 
-def run(problems: list[str] | None, problems_dirs: list[Path] | None, seeds: int) -> int:
+def run(problems: list[str] | None, problems_dirs: list[Path] | None, seeds: int, variants: bool = True) -> int:
     from torchcode.grader.judge import Grader  # before anything computes: the zygote forks here
 
     grader = Grader()
@@ -31,11 +31,11 @@ def run(problems: list[str] | None, problems_dirs: list[Path] | None, seeds: int
         con, results = console(), []
         for i, pid in enumerate(ids):  # each problem shown as soon as it is done: a pack takes minutes
             with _status(f"validating {pid} ({i + 1} of {len(ids)})"):
-                results += validate(cat, [pid], grader, tuple(range(max(1, seeds))))
+                results += validate(cat, [pid], grader, tuple(range(max(1, seeds))), variants)
             render(con, results[-1])
     finally:
         grader.close()
-    summary(con, results)
+    summary(con, results, variants)
     return 0 if all(r.ok for r in results) else 1
 
 

@@ -29,10 +29,12 @@ def problem(con: Console, pv) -> None:
                 con.print(f"        fix:  {escape(it.fix)}", highlight=False, soft_wrap=True)
 
 
-def summary(con: Console, items) -> None:
+def summary(con: Console, items, variants: bool = True) -> None:
     bad = [pv.problem for pv in items if not pv.ok]
     total = len(items)
     if bad:
         con.print(f"[red]{len(bad)} of {total} problems failed validation:[/red] {', '.join(bad)}")
+    elif not variants:
+        con.print(f"[green]All {total} problems pass[/green] everything but their variants (not graded: --no-variants).")
     else:
         con.print(f"[green]All {total} problems are valid.[/green]")
