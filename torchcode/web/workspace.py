@@ -126,8 +126,8 @@ class Workspace:
             raise UsageError(f"cannot read {self.display(path)}: {e.strerror}") from None
         return {"exists": True, "path": self.display(path), "sha": sha256(data), **_as_text(data, self.display(path))}
 
-    def save(self, pid: str, text: str, base_sha: str | None) -> dict:
-        """Write the editor's text; refuse (``Conflict``) when the file changed on disk since ``base_sha``."""
+    def _unchanged(self, pid: str, base_sha: str | None):
+        """(spec, path, file) of a started problem whose file is still the one the page loaded (``base_sha``)."""
         spec = self.spec(pid)
         path = self.path(spec)
         current = self.file(pid)
@@ -135,6 +135,11 @@ class Workspace:
             raise UsageError(f"{spec.id} is not started here: press Start (or run `torchcode start {spec.id}`)")
         if base_sha is not None and current["sha"] != base_sha:
             raise Conflict(current)
+        return spec, path, current
+
+    def save(self, pid: str, text: str, base_sha: str | None) -> dict:
+        """Write the editor's text; refuse (``Conflict``) when the file changed on disk since ``base_sha``."""
+        spec, path, current = self._unchanged(pid, base_sha)
         if not current["editable"]:  # its bytes are not the text shown: saving that text would lose them
             raise UsageError(current["note"])
         data = _encoded(text, current["encoding"], self.display(path))
@@ -156,13 +161,7 @@ class Workspace:
         shown for it; the original is kept beside it as a backup, as `reset` keeps one."""
         from torchcode.scaffold import write_stub
 
-        spec = self.spec(pid)
-        path = self.path(spec)
-        current = self.file(pid)
-        if not current["exists"]:
-            raise UsageError(f"{spec.id} is not started here: press Start (or run `torchcode start {spec.id}`)")
-        if base_sha is not None and current["sha"] != base_sha:
-            raise Conflict(current)
+        spec, path, current = self._unchanged(pid, base_sha)
         if current["editable"]:
             return {"file": current, "backup": None}
         written = write_stub(spec, path, force=True, text=_utf8_coding_line(current["text"]))
