@@ -97,7 +97,7 @@ def test_validate_every_builtin_problem(cli):
     here they are not graded twice (--no-variants: it halves the suite's longest test)."""
     r = cli("validate", "--seeds", "1", "--no-variants", timeout=600)
     assert r.code == 0, r.out[-3000:]
-    assert "All 12 problems pass everything but their variants (not graded: --no-variants)" in r.out, r.out[-2000:]
+    assert "All 12 problems pass everything but the variants (not graded: --no-variants)" in r.out, r.out[-2000:]
     assert len(re.findall(r"^PASS \w+$", r.out, re.M)) == 12
     assert "reference on seed 0: accepted" in r.out and "stub graded: not_implemented" in r.out
     assert "not graded (--no-variants)" in r.out and "rejected:" not in r.out

@@ -53,7 +53,7 @@ def test_a_folder_or_a_mistyped_file_says_what_to_type(cli, workdir):
         lambda: cli("serve", "sdpa.py", "--no-browser"),
         lambda: cli("watch"),  # nothing started here
         lambda: cli("check", "mine.py", "sdpa", "--device", "cpu"),  # PROBLEM FILE, either way round (it was
-        lambda: cli("check", "sdpa", "mine.py", "-p", "sdpa"),       # "unexpected extra argument")
+        lambda: cli("check", "mine.py", "sdpa", "-p", "sdpa"),       # "unexpected extra argument")
         lambda: cli("watch", "sdpa", "nosuch.py"),
     )
     for r in (folder, typo, bench_folder, bench_file, bench_both, bench_p, serve_file, watch_none):
@@ -71,7 +71,8 @@ def test_a_folder_or_a_mistyped_file_says_what_to_type(cli, workdir):
         watch_empty.text
     assert "`torchcode watch PROBLEM` or `torchcode watch FILE --problem PROBLEM`" in watch_none.err, watch_none.err
     assert check_two.code == 0 and "Accepted" in check_two.out and "mine.py" in check_two.out, check_two.text
-    assert check_both.code == 2 and "name the problem once" in check_both.err, check_both.text
+    assert check_both.code == 2 and "name the problem once: `torchcode check sdpa mine.py` or `torchcode check " \
+        "mine.py --problem sdpa`" in " ".join(check_both.err.split()), check_both.text
     assert watch_two.code == 2 and "no such file: nosuch.py" in watch_two.err, watch_two.text
 
 

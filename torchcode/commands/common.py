@@ -78,11 +78,11 @@ def resolve_target(cat: Catalog, st: Store, target: str | None, problem: str | N
     """``check`` / ``check gqa`` / ``check path.py --problem gqa`` / ``check gqa path.py`` -> (spec, file)."""
     cwd = Path.cwd()
     if file is not None:  # `check PROBLEM FILE` (or FILE PROBLEM): the same as `check FILE --problem PROBLEM`
+        if cat.find(file) is not None and cat.find(target) is None:
+            target, file = file, target
         if problem is not None:
             raise UsageError(f"name the problem once: `torchcode {command} {target} {file}` or "
                              f"`torchcode {command} {file} --problem {problem}`")
-        if cat.find(file) is not None and cat.find(target) is None:
-            target, file = file, target
         target, problem = file, target
     if target is None:
         if problem:

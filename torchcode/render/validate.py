@@ -35,6 +35,7 @@ def summary(con: Console, items, variants: bool = True) -> None:
     if bad:
         con.print(f"[red]{len(bad)} of {total} problems failed validation:[/red] {', '.join(bad)}")
     elif not variants:
-        con.print(f"[green]All {total} problems pass[/green] everything but their variants (not graded: --no-variants).")
+        con.print(f"[green]{'All ' + str(total) + ' problems pass' if total > 1 else 'The problem passes'}[/green] "
+                  "everything but the variants (not graded: --no-variants).")
     else:
-        con.print(f"[green]All {total} problems are valid.[/green]")
+        con.print(f"[green]{'All ' + str(total) + ' problems are' if total > 1 else 'The problem is'} valid.[/green]")
