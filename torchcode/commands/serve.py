@@ -28,8 +28,9 @@ def run(directory: Path | None, port: int | None, no_browser: bool, host: str, a
 
         from torchcode.web.app import create_app
     except ImportError as e:
-        raise UsageError(f"`torchcode serve` needs its extra dependencies ({e.name} is missing): "
-                         "pip install 'torchcode[serve]' (from a checkout of torchcode: pip install '.[serve]')") from None
+        raise UsageError(f"`torchcode serve` needs Starlette and uvicorn, which come with torchcode, but {e.name} is "
+                         "missing here: pip install 'torchcode[serve]' (from a checkout of torchcode: "
+                         "pip install '.[serve]')") from None
     from torchcode.web.security import Guard
     from torchcode.web.workspace import Workspace
 
