@@ -156,3 +156,28 @@ def test_low_precision_tolerates_another_order_of_operations(grader, catalog):
     report = grader.grade(spec, spec.folder / "right" / "logsumexp_merge.py", seed=1876270488,
                           dtypes=["float16"], only=["block_of_one"])
     assert report.passed, report.message
+
+
+GPU_ERRORS = '''
+import torch
+
+
+def causal_attention(Q, K, V):
+    raise {error}
+'''
+
+
+@pytest.mark.parametrize("error,verdict,says", [
+    ('torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a total capacity of 79 GiB")',
+     "memory_limit", "ran out of GPU memory"),
+    ('RuntimeError("CUDA error: device-side assert triggered\\nCUDA kernel errors might be asynchronously reported")',
+     "runtime_error", "most often an index out of range"),
+])
+def test_gpu_errors_are_told_in_the_learners_terms(grader, catalog, tmp_path, error, verdict, says):
+    """What CUDA raises for a learner's mistake (no GPU here: the same exceptions, raised by the submission)."""
+    path = tmp_path / "gpu_error.py"
+    path.write_text(GPU_ERRORS.format(error=error))
+    report = grader.grade(catalog.get("causal_attention"), path, seed=1)
+    first = next(c for c in report.cases if c.verdict.value != "not_run")
+    assert report.verdict.value == verdict and says in first.message, (report.verdict, first.message)
+    assert "--memory-limit" not in first.message  # the host memory limit is not what a GPU ran out of

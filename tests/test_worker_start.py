@@ -123,3 +123,40 @@ def test_a_worker_gone_before_its_file_is_sent_is_still_a_clear_start_failure(gr
             grader._started(worker)
     finally:
         grader.limits = old
+
+
+HOARDER = '''
+import torch
+
+_kept = []
+
+
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    _kept.append(torch.ones(100_000_000))  # 400 MB more each call, kept: every page written
+    s = Q @ K.transpose(-2, -1) / Q.shape[-1] ** 0.5
+    if mask is not None:
+        s = s.masked_fill(~mask, float("-inf"))
+    return s.softmax(-1) @ V
+'''
+
+
+def test_memory_is_bounded_where_no_address_space_limit_can_be_set(grader, catalog, tmp_path, monkeypatch):
+    """On CUDA the worker maps far more address space than it uses, so its memory limit cannot be an
+    RLIMIT_AS: the grader watches the memory it holds from /proc instead, and kills it past the limit with
+    a memory-limit verdict. The CPU stands in here for such a device: its address-space limit is left off."""
+    from torchcode.grader import judge
+    from torchcode.grader.limits import Limits
+    from torchcode.grader.result import Verdict
+
+    monkeypatch.setattr(judge, "bounds_address_space", lambda device: False)
+    path = tmp_path / "hoard.py"
+    path.write_text(HOARDER)
+    old, grader.limits = grader.limits, Limits(device="cpu", memory_mb=300)
+    try:
+        report = grader.grade(catalog.get("sdpa"), path, seed=1)
+    finally:
+        grader.limits = old
+    assert report.limits["confined"].get("memory") is True, report.limits
+    bad = [c for c in report.cases if c.verdict is Verdict.MEMORY_LIMIT]
+    assert report.verdict is Verdict.MEMORY_LIMIT and bad, [(c.name, c.verdict, c.message) for c in report.cases]
+    assert "more memory" in bad[0].message and "limit of 300 MB" in bad[0].message, bad[0].message

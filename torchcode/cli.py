@@ -107,7 +107,7 @@ def check(target: Annotated[Optional[str], typer.Argument(
           json_: Annotated[bool, typer.Option("--json", help="Print one JSON report and nothing else on stdout.")] = False,
           time_limit: Annotated[Optional[float], typer.Option(help="Seconds per hidden case (default: the problem's).")] = None,
           total_time_limit: Annotated[float, typer.Option(help="Seconds for the whole check.")] = 120.0,
-          memory_limit: Annotated[int, typer.Option(help="MB your code's process may map beyond what torch itself maps at start (CPU only).")] = 6144,
+          memory_limit: Annotated[int, typer.Option(help="MB your code's process may take beyond what it holds at start (on the CPU: address space; on a GPU: host memory).")] = 6144,
           device: Annotated[str, typer.Option(help="auto (CUDA when available), cpu or cuda.")] = "auto",
           dtype: Annotated[Optional[list[str]], typer.Option(
               help="Grade in this dtype (repeatable; 'all' = every dtype the problem declares). "
@@ -276,7 +276,7 @@ def grade(submissions: Annotated[Path, typer.Argument(help="A folder with one fo
           bench: Annotated[bool, typer.Option("--bench", help="Also time each accepted kernel against the reference: a speed ranking per problem.")] = False,
           time_limit: Annotated[Optional[float], typer.Option(help="Seconds per hidden case (default: the problem's).")] = None,
           total_time_limit: Annotated[float, typer.Option(help="Seconds for one submission's whole check.")] = 120.0,
-          memory_limit: Annotated[int, typer.Option(help="MB of address space for a submission's process.")] = 6144,
+          memory_limit: Annotated[int, typer.Option(help="MB a submission's process may take beyond what it holds at start (CPU: address space; GPU: host memory).")] = 6144,
           device: Annotated[str, typer.Option(help="auto (CUDA when available), cpu or cuda.")] = "auto",
           dtype: Annotated[Optional[list[str]], typer.Option(help="Grade in this dtype (repeatable), as for check.")] = None,
           gpu_dry_run: Annotated[bool, typer.Option("--gpu-dry-run", help="On the CPU: an accepted kernel's feedback also says whether it would run on a GPU (a dry run without data; about a second more each).")] = False,

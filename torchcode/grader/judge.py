@@ -174,7 +174,7 @@ class Grader:
         lim = self.limits
         (tmp / "cwd").mkdir()
         config = {"tmp": str(tmp), "log": str(tmp / "output.txt"), "cwd": str(tmp / "cwd"), "memory_mb": lim.memory_mb,
-                  "device": lim.device, "output_bytes": lim.output_bytes, "threads": lim.threads,
+                  "address_limit": bounds_address_space(lim.device), "device": lim.device, "output_bytes": lim.output_bytes, "threads": lim.threads,
                   "path": str(path), "confine": lim.confine and confine, "protected": self._protected(spec),
                   "dtypes": list(dtypes), "sdpa": SDPA not in spec.forbidden, "imports_from": list(lim.imports_from), "device_init": lim.device_init}
         try:
@@ -200,7 +200,10 @@ class Grader:
         if notes.ready is None:
             cpu = " (`--device cpu` grades on the CPU instead)" if self.limits.device == "cuda" else ""
             raise GraderError(str(reply.get("message") or "the worker process did not start")[:2000] + cpu)
-        return _confined(notes.ready.get("confined"))
+        confined = _confined(notes.ready.get("confined"))
+        if self.limits.memory_mb and not bounds_address_space(self.limits.device):
+            confined["memory"] = worker.watch_memory(self.limits.memory_mb << 20)  # from here on: no learner code yet
+        return confined
 
     def _send_load(self, worker: WorkerProcess, spec: ProblemSpec, path: Path, forbidden: bool = True) -> None:
         e, calling = spec.entry, self.problem(spec).calling
@@ -320,8 +323,8 @@ class Grader:
             return not_run(Verdict.TIME_LIMIT, f"importing your file took longer than {load_limit:g} s: is there "
                                                "a loop or a long computation at the top level?")
         except protocol.PeerClosed:
-            if worker.scratch_over:
-                return not_run(Verdict.MEMORY_LIMIT, _scratch_message(worker, "while your file was being imported"))
+            if worker.scratch_over or worker.memory_over:
+                return not_run(Verdict.MEMORY_LIMIT, _over_message(worker, "while your file was being imported"))
             return not_run(Verdict.CRASHED, "your code's process {exit} while your file was being imported "
                                             "(sys.exit, os._exit or a crash at the top level?)")
         except protocol.ProtocolError as e:
@@ -458,10 +461,10 @@ class Grader:
             return (CaseResult(c.name, Verdict.CRASHED, targets=c.targets, seconds=time.perf_counter() - t,
                                message=malformed(e)), "an earlier case sent back a malformed result")
         except (protocol.PeerClosed, BrokenPipeError, ConnectionResetError):
-            if worker.scratch_over:
+            if worker.scratch_over or worker.memory_over:
                 return (CaseResult(c.name, Verdict.MEMORY_LIMIT, targets=c.targets, seconds=time.perf_counter() - t,
-                                   message=_scratch_message(worker, "during this case")),
-                        "an earlier case wrote too many files")
+                                   message=_over_message(worker, "during this case")),
+                        "an earlier case ran out of memory" if worker.memory_over else "an earlier case wrote too many files")
             return (CaseResult(c.name, Verdict.CRASHED, targets=c.targets, seconds=time.perf_counter() - t,
                                message="your code's process {exit} during this case without returning "
                                        "a result (os._exit, a segfault, or running "
@@ -552,9 +555,18 @@ class _Ahead:
         return problem.prepare(cdef, self.seed, dtype, device, replay) if prep is _missing else prep
 
 
-def _scratch_message(worker: WorkerProcess, when: str) -> str:
+def bounds_address_space(device: str) -> bool:
+    """Whether the worker's memory limit is an address-space limit (RLIMIT_AS: exact, set by the worker
+    itself) or, where CUDA maps far more address space than memory, the memory it holds, watched from here."""
+    return device == "cpu"
+
+
+def _over_message(worker: WorkerProcess, when: str) -> str:
     from torchcode.grader.sandbox import MAX_SCRATCH_FILES
 
+    if worker.memory_over:
+        return (f"your code took {worker.memory_over} more memory {when}, past the limit of {{memory_mb}} MB "
+                "(--memory-limit). Look for a tensor far larger than the inputs, or one made on the CPU.")
     return (f"your code wrote {worker.scratch_over} {when}: the files it writes (in its scratch directory, where "
             f"temporary files go) may hold at most {{memory_mb}} MB, the memory limit (--memory-limit), in at most "
             f"{MAX_SCRATCH_FILES} files. Keep results in tensors.")

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 class Limits:
     time_limit: float | None = None  # seconds per case; None: the problem's own
     load_limit: float = 30.0  # seconds to import the learner's file
-    memory_mb: int = 6144  # address space of the worker beyond what it maps at start (torch itself; CPU only)
+    memory_mb: int = 6144  # beyond what the worker holds at start: address space on the CPU, host memory on CUDA
     output_bytes: int = 8 << 20  # what the learner's code may print
     threads: int = 1
     total_limit: float = 120.0  # seconds for the whole check

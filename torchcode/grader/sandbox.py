@@ -270,12 +270,28 @@ def _tree_size(folder, most: int) -> tuple[int, int]:
     return size, count
 
 
+PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def _resident_bytes(pid: int) -> int | None:
+    """The memory ``pid`` holds now (its resident set less the pages of files it maps: libraries CUDA loads
+    lazily are not the submission's), or None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as f:
+            fields = f.read().split()
+        return (int(fields[1]) - int(fields[2])) * PAGE_BYTES
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+
 class WorkerProcess:
     """One sandboxed worker: send it messages, read replies under a deadline, end it."""
 
     def __init__(self, zygote: Zygote, pid: int, sock: socket.socket):
         self.zygote, self.pid, self.sock = zygote, pid, sock
         self.scratch_over = ""  # why watch_scratch killed it
+        self.memory_over = ""  # why watch_memory killed it
         self.exit: ExitInfo | None = None
         self.received = False
 
@@ -322,6 +338,29 @@ class WorkerProcess:
                 time.sleep(every)
 
         threading.Thread(target=watch, name=f"torchcode-scratch-{self.pid}", daemon=True).start()
+
+    def watch_memory(self, max_bytes: int, every: float = 0.05) -> bool:
+        """Kill the worker once it holds ``max_bytes`` more memory than it does now: the memory limit where
+        no address-space limit can be set (CUDA maps far more address space than memory). Measured from
+        here, in /proc, so nothing the worker does can hide it. Why it was killed is left in
+        ``memory_over``. Polls from a thread until the worker is finished. False: it cannot be measured."""
+        base = _resident_bytes(self.pid)
+        if base is None:
+            return False
+
+        def watch():
+            while self.exit is None:
+                held = _resident_bytes(self.pid)
+                if held is None:
+                    return
+                if held - base > max_bytes:
+                    self.memory_over = f"{(held - base) / 2**20:.0f} MB"
+                    self.kill()
+                    return
+                time.sleep(every)
+
+        threading.Thread(target=watch, name=f"torchcode-memory-{self.pid}", daemon=True).start()
+        return True
 
     def finish(self, grace: float = 1.0) -> ExitInfo:
         """Ask it to leave, wait up to ``grace`` s, kill its whole group, return how it ended."""

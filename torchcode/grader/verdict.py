@@ -397,6 +397,9 @@ def error_result(res: CaseResult, err: dict) -> CaseResult:
         msg = f"your code still raises NotImplementedError {err.get('stage', '')}: replace the TODOs with your implementation"
     elif res.verdict is Verdict.WRONG_DEVICE:
         msg += ". Create helper tensors (masks, aranges, zeros) on the inputs' device: device=x.device"
+    elif res.verdict is Verdict.MEMORY_LIMIT and msg.startswith("ran out of GPU memory"):
+        msg = (f"your code ran out of GPU memory {err.get('stage', '')}. Look for a tensor far larger than the inputs "
+               "(a (S, S) score matrix per head is expected; one of (S, S, D) or kept across calls is not).")
     elif res.verdict is Verdict.MEMORY_LIMIT:
         msg = (f"your code ran out of memory {err.get('stage', '')}: the worker may use at most {{memory_mb}} MB "
                "(--memory-limit). Look for a tensor far larger than the inputs.")

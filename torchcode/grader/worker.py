@@ -95,7 +95,8 @@ def _setup(config: dict, sock_fd: int) -> None:
     if hasattr(signal, "SIGXFSZ"):
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # over the output limit: writes fail, no silent kill
     limits = [(resource.RLIMIT_CORE, 0)]
-    if config.get("memory_mb") and config.get("device", "cpu") == "cpu":  # CUDA maps huge virtual ranges
+    if config.get("memory_mb") and config.get("address_limit", True):  # not on CUDA: it maps huge virtual ranges
+        # (the grader watches the memory such a worker holds instead)
         # on top of what this process maps already: torch itself, ~1 GB on a CPU build, several on a CUDA build
         limits.append((resource.RLIMIT_AS, _mapped_bytes() + (int(config["memory_mb"]) << 20)))
     if config.get("output_bytes"):
@@ -240,6 +241,9 @@ def _confine(config: dict) -> dict:
     return {"filesystem": abi > 0, "processes": filtered, "threads": filtered,
             "signals": filtered or abi >= 6, "landlock_abi": abi}
 
+
+# CUDA's words for a kernel that read or wrote out of bounds (an index out of range, on the CPU an IndexError)
+_CUDA_INDEX_ERRORS = ("device-side assert triggered", "an illegal memory access was encountered")
 
 EXTRA_FDS = 64  # descriptors a submission may open: each pipe or socket holds a few MB the memory limit misses
 
@@ -709,6 +713,14 @@ class Worker:
         if isinstance(e, MemoryError) or (isinstance(e, RuntimeError) and any(
                 s in str(e) for s in ("can't allocate memory", "not enough memory", "DefaultCPUAllocator"))):
             return {"kind": "memory", "message": f"ran out of memory {stage}", "stage": stage, "traceback": tb}
+        if isinstance(e, torch.OutOfMemoryError) or (isinstance(e, RuntimeError) and "CUDA out of memory" in str(e)):
+            return {"kind": "memory", "message": f"ran out of GPU memory {stage}", "stage": stage, "traceback": tb}
+        if isinstance(e, RuntimeError) and any(s in str(e) for s in _CUDA_INDEX_ERRORS):
+            return {"kind": "runtime", "stage": stage, "traceback": tb, "message": (
+                f"RuntimeError {stage}: {str(e).splitlines()[0][:160]}. On a GPU this is most often an index out of "
+                "range (indexing, gather, scatter, an embedding with a position past the table): the GPU reports it "
+                "late and without the line. `--device cpu` runs the same code on the CPU, where it raises an "
+                "IndexError at the line that indexes.")}
         if isinstance(e, OSError) and e.errno == errno.EPERM and any(
                 f.name in ("fork", "_fork_exec", "_execute_child", "fork_exec", "posix_spawn", "system")
                 for f in traceback.extract_tb(e.__traceback__)):
