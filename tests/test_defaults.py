@@ -153,3 +153,51 @@ def test_reading_defaults_runs_none_of_the_learners_code_and_a_huge_int_hides_no
     msg = defaults.reported_problem({"linear_attention": defaults.effective(plain, ("Q", "K", "V", "eps"))},
                                     p.spec.entry, p.reference)
     assert msg and "the default inf when it is called" in msg, msg
+
+
+def test_what_cannot_be_read_is_said_never_passed(problems):
+    """A default behind an object that is not a function (a callable instance, a subclass of partial), one whose
+    class's metaclass defines __eq__ (it ran, raised, and hid every default), a __defaults__ longer than the
+    parameters (Python right-aligns it), or a read that failed: each is a non-pass that says what to do."""
+    import functools
+
+    from torchcode.grader import defaults
+
+    p = problems["linear_attention"]
+    names = ("Q", "K", "V", "eps")
+
+    def judged(fn):
+        return defaults.reported_problem({"linear_attention": defaults.effective(fn, names)}, p.spec.entry, p.reference)
+
+    def right(Q, K, V, eps=1e-6):
+        return V
+
+    class Call:
+        def __call__(self, Q, K, V, eps=1e-5):
+            return V
+
+    class Bound(functools.partial):
+        pass
+
+    class Meta(type):
+        def __eq__(cls, other):
+            raise RuntimeError("no")
+
+        __hash__ = type.__hash__
+
+    def poisoned(Q, K, V=Meta("Poison", (), {})(), eps=1e-5):
+        return V
+
+    def overlong(Q, K, V, eps=1e-6):
+        return V
+
+    overlong.__defaults__ = (0, 1e-6, 0, 0, 0, 1e-5)
+    for fn in (Call(), Bound(right)):
+        msg = judged(fn)
+        assert msg and "cannot be read" in msg and "plain `def`" in msg, (fn, msg)
+    for fn in (poisoned, overlong):
+        msg = judged(fn)
+        assert msg and "the default 1e-05 when it is called" in msg, msg
+    assert judged(functools.partial(right)) is None and judged(right) is None
+    msg = defaults.reported_problem({defaults.UNREADABLE: "RuntimeError"}, p.spec.entry, p.reference)
+    assert msg and "cannot be read (reading them raised RuntimeError)" in msg, msg

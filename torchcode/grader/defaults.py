@@ -107,7 +107,9 @@ def effective(obj, names) -> dict:
     (kind: float, int, bool, str or object): through partials (their bound keywords), bound methods and
     wrappers (``__wrapped__``, as functools.wraps and torch.compile leave it; a wrapper that names the
     parameter with a default other than None decides). Read in the worker, on the learner's objects:
-    nothing here calls the learner's code."""
+    nothing here calls the learner's code. Where the chain ends on an object none of those (a callable
+    instance, a subclass of partial, a builtin), each name still pending is ``["unread", its type's name]``:
+    what callers get there cannot be read, and the trusted side says so rather than passing it."""
     found: dict = {}
     pending = [n for n in names if isinstance(n, str)]
     for _ in range(64):
@@ -129,7 +131,9 @@ def effective(obj, names) -> dict:
             code = _CODE(obj)
             positional = code.co_varnames[:code.co_argcount]
             defaults, kwdefaults = _DEFAULTS(obj) or (), _KWDEFAULTS(obj) or {}
-            given = dict(zip(positional[len(positional) - len(defaults):], defaults))
+            # right-aligned, as Python applies them: a __defaults__ set longer than the parameters gives the
+            # last parameter the tuple's last value
+            given = dict(zip(positional[::-1], defaults[::-1]))
             given.update(_str_keyed(kwdefaults))
             for n in list(pending):
                 if n in given and given[n] is not None:
@@ -139,6 +143,9 @@ def effective(obj, names) -> dict:
             if obj is None:
                 break
         else:
+            if obj is not None:
+                for n in pending:
+                    found[n] = ["unread", _safe_type_name(obj)]
             break
     return found
 
@@ -174,9 +181,10 @@ def _plain(v) -> list:
     if type(v) is bool:
         return ["bool", "True" if v else "False"]
     mro = _TYPE_MRO(type(v))  # not isinstance: a __class__ property could make it say float
-    if float in mro:
+    # by identity: `float in mro` compares with ==, which a metaclass of the learner's defines (and may raise)
+    if any(c is float for c in mro):
         return ["float", _FLOAT_REPR(v)]
-    if int in mro:
+    if any(c is int for c in mro):
         if _INT_BITS(v) > 128:  # int.__repr__ raises past 4300 digits: that hid every default read
             return ["float", "-inf" if _INT_LT(v, 0) else "inf"]
         return ["int", _INT_REPR(v)[:40]]
@@ -198,6 +206,11 @@ def reported_problem(reported, entry, reference) -> str | None:
     anything malformed is ignored), or None."""
     if not isinstance(reported, dict):
         return None
+    if isinstance(reported.get(UNREADABLE), str):
+        return (f"the keyword defaults of `{entry.name}` cannot be read (reading them raised "
+                f"{reported[UNREADABLE][:60]}), so callers' defaults cannot be checked: define `{entry.name}` "
+                "once, as a plain `def` (or class) with the contract's defaults, and give its parameters plain "
+                "default values")
     if entry.is_module:
         pairs = [(getattr(reference, "__init__", None), entry.init, f"{entry.name}.__init__"),
                  (getattr(reference, "forward", None), entry.params, f"{entry.name}.forward")]
@@ -218,6 +231,12 @@ def reported_problem(reported, entry, reference) -> str | None:
                                               and all(isinstance(x, str) for x in value)):
                 continue
             kind, text = value
+            if kind == "unread":
+                shown = "".join(c for c in text if c.isalnum() or c in "._")[:60] or "object"
+                return (f"`{label}` is called through an object of type {shown!r} (not a function, a partial or "
+                        f"a wrapper of one): the default callers get for `{name}` cannot be read, and the "
+                        f"contract's is {want[name]!r}. Define `{label}` with a plain `def` and "
+                        f"`{name}={want[name]!r}`.")
             said = _reported_value(kind, text[:100])
             if said is _UNREADABLE or said is None:
                 continue
@@ -231,6 +250,9 @@ def reported_problem(reported, entry, reference) -> str | None:
                     f"reads), but the contract's default is {want[name]!r}: callers who leave `{name}` out "
                     f"expect that. Define `{label}` once, with `{name}={want[name]!r}`, and do not rebind it.")
     return None
+
+
+UNREADABLE = "__unreadable__"  # the worker's key, with the exception's type name, when reading the defaults failed
 
 
 class _Object:

@@ -509,8 +509,8 @@ class Worker:
                         f"{name}.forward": defaults.effective(defaults.static_attribute(self.entry, "forward"),
                                                               self.spec["params"])}
             return {name: defaults.effective(self.entry, self.spec["params"])}
-        except Exception:  # noqa: BLE001 - an object of the learner's that cannot be read: nothing said
-            return {}
+        except BaseException as e:  # noqa: BLE001 - an object of the learner's that cannot be read: said, never passed
+            return {defaults.UNREADABLE: _type_name(type(e))}
 
     def _defaults_changed(self) -> str | None:
         if self._defaults() == self.defaults:
