@@ -181,3 +181,20 @@ def test_gpu_errors_are_told_in_the_learners_terms(grader, catalog, tmp_path, er
     first = next(c for c in report.cases if c.verdict.value != "not_run")
     assert report.verdict.value == verdict and says in first.message, (report.verdict, first.message)
     assert "--memory-limit" not in first.message  # the host memory limit is not what a GPU ran out of
+
+
+@cuda
+def test_host_memory_is_bounded_on_cuda(grader, catalog, tmp_path):
+    """On CUDA no address-space limit is set: the grader watches the worker's memory (test_worker_start
+    simulates this on the CPU). A submission that keeps host memory it should not is stopped."""
+    from test_worker_start import HOARDER
+
+    path = tmp_path / "hoard.py"
+    path.write_text(HOARDER)
+    old, grader.limits = grader.limits, Limits(device="cuda", memory_mb=300)
+    try:
+        report = grader.grade(catalog.get("sdpa"), path, seed=1)
+    finally:
+        grader.limits = old
+    assert report.limits["confined"].get("memory") is True, report.limits
+    assert report.verdict.value == "memory_limit", [(c.name, c.verdict, c.message) for c in report.cases]
