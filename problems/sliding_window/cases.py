@@ -68,3 +68,9 @@ def very_negative_window_scores(rng):
     Q[:, 0] = 2 * u
     K[:, 0], K[:, 1] = -1.5e4 * u, -1.6e4 * u  # query 0's window (keys 0, 1): scores -15000 and -16000
     return Case(steps=[Call(Q, K, V, 1)], grad=False)  # forward only: such scores' gradients are ill-conditioned
+
+
+@case(targets="a long sequence (300 tokens): positions must be counted exactly; bfloat16 holds whole numbers "
+              "exactly only up to 256, so build positions with an integer torch.arange, not in the inputs' dtype")
+def long_sequence_positions(rng):
+    return Case(steps=[Call(*qkv(rng, 1, 300, 4), 2)], grad=False)  # forward only: the band is what it tests
