@@ -100,6 +100,31 @@ def test_discover_lists_submissions_and_unknown_files(tmp_path):
     assert {u.split(":")[0] for u in only.unknown} == unknown | {"erin/", "mallory/"}  # others' files are not unknown; erin has none
 
 
+def test_a_helper_beside_a_submission_is_part_of_what_it_is_graded_on(tmp_path):
+    """The other files of a student's folder (a helper module the submission imports, a data file it reads) count
+    in the fingerprint a rerun compares: changing only the helper grades the file again (it kept the old verdict)."""
+    alice = tmp_path / "class" / "alice"
+    alice.mkdir(parents=True)
+    (alice / "sdpa.py").write_text("from helper import scaled_dot_product_attention\n")
+    (tmp_path / "class" / "bob").mkdir()  # two students: the class folder is not a wrapper to go down through
+
+    def sub():
+        (found,) = discover(tmp_path / "class", ["sdpa"], tmp_path / "unzip").submissions
+        return found
+
+    alone = sub()
+    assert alone.folder == "" and alone.fingerprint("fp") == "fp"  # nothing beside it: as before
+    (alice / "helper.py").write_text("def scaled_dot_product_attention(Q, K, V, mask=None):\n    return V\n")
+    first = sub()
+    (alice / "helper.py").write_text("def scaled_dot_product_attention(Q, K, V, mask=None):\n    return Q\n")
+    second = sub()
+    assert first.sha256 == second.sha256 == alone.sha256  # the file itself is unchanged
+    assert len({alone.fingerprint("fp"), first.fingerprint("fp"), second.fingerprint("fp")}) == 3
+    (alice / "data").mkdir()
+    (alice / "data" / "cached.txt").write_text("1")
+    assert sub().fingerprint("fp") != second.fingerprint("fp")
+
+
 def test_the_output_folder_among_the_students_is_not_a_student(tmp_path):
     work = tmp_path / "class"
     shutil.copytree(CLASS, work)
@@ -228,11 +253,14 @@ def test_rerun_grades_only_what_changed(local_run, tmp_path):
     assert f"seed {SEED}" in p.stdout and gradebook_rows(out2) == before
     assert same_verdicts(grades(out2), expected_sheet())
 
-    shutil.copy(CLASS / "alice" / "sdpa.py", work / "bob" / "sdpa.py")  # bob fixes sdpa
+    # bob fixes sdpa with a helper module beside it: a new file in his folder, which his other files could import
+    # too, so all three of his are graded again (a helper that changes alone must not leave a stale verdict)
+    shutil.copy(CLASS / "alice" / "sdpa.py", work / "bob" / "helper.py")
+    (work / "bob" / "sdpa.py").write_text("from helper import scaled_dot_product_attention  # noqa: F401\n")
     p = grade_cli(*args, "--feedback", "summary", "--workers", "1", home=tmp_path / "home", cwd=tmp_path)
-    assert f"1 to grade, {SUBMITTED - 1} already graded (unchanged)" in p.stdout, p.stdout + p.stderr
+    assert f"3 to grade, {SUBMITTED - 3} already graded (unchanged)" in p.stdout, p.stdout + p.stderr
     assert grades(out2)[("bob", "sdpa")]["verdict"] == "accepted"
-    assert [r for r in gradebook_rows(out2) if r[:2] != ("bob", "sdpa")] == [r for r in before if r[:2] != ("bob", "sdpa")]
+    assert [r for r in gradebook_rows(out2) if r[0] != "bob"] == [r for r in before if r[0] != "bob"]
     bob = (out2 / "feedback" / "bob.txt").read_text()
     assert re.search(r"Accepted  sdpa  (\d+)/\1 cases", bob) and "max abs err" not in bob  # summary: verdicts only
 

@@ -29,6 +29,15 @@ class Submission:
     problem: str
     path: Path
     sha256: str
+    folder: str = ""  # the digest of the other files in the student's folder ("" if none): see folder_digest
+
+    def fingerprint(self, problem_fp: str) -> str:
+        """What its result depends on besides this file and the seed: the problem's fingerprint, and the other
+        files of its folder (helper modules it may import, data it may read: a rerun grades it again when they
+        change, though the file itself did not)."""
+        if not self.folder:
+            return problem_fp
+        return hashlib.sha256(f"{problem_fp}\nfolder {self.folder}".encode()).hexdigest()
 
     @property
     def key(self) -> tuple[str, str]:
@@ -72,7 +81,8 @@ def discover(source: Path, problems: list[str], unpack_to: Path, skip: Path | No
             why = _why_not(f, wanted, set(known))
             if why is None:
                 data = f.read_bytes()
-                found.submissions.append(Submission(entry.name, f.stem, f.resolve(), hashlib.sha256(data).hexdigest()))
+                found.submissions.append(Submission(entry.name, f.stem, f.resolve(), hashlib.sha256(data).hexdigest(),
+                                                    folder_digest(entry, f)))
                 has_any = True
             elif why:
                 found.unknown.append(f"{_rel(f, source)}: {why}")
@@ -80,6 +90,38 @@ def discover(source: Path, problems: list[str], unpack_to: Path, skip: Path | No
         if not has_any:
             found.unknown.append(f"{_rel(entry, source)}/: no submission for {_listing(problems)}")
     return found
+
+
+MAX_FOLDER_ENTRIES = 1000
+
+
+def folder_digest(folder: Path, submission: Path) -> str:
+    """A digest of everything in ``folder`` but ``submission`` (its name, kind and contents, or a link's target;
+    past MAX_FILE, its size and time instead), or "" when there is nothing else: what the submission may import
+    or read beside itself."""
+    h, seen = hashlib.sha256(), 0
+    todo = [p for p in sorted(folder.iterdir()) if p.name != submission.name and p.name not in ("__pycache__",)]
+    while todo and seen < MAX_FOLDER_ENTRIES:
+        p, seen = todo.pop(0), seen + 1
+        rel = p.relative_to(folder).as_posix()
+        try:
+            st = p.lstat()
+            if stat.S_ISLNK(st.st_mode):
+                h.update(f"link {rel} -> {p.readlink()}\n".encode(errors="backslashreplace"))
+            elif stat.S_ISDIR(st.st_mode):
+                h.update(f"dir {rel}\n".encode(errors="backslashreplace"))
+                todo += [c for c in sorted(p.iterdir()) if c.name != "__pycache__"]
+            elif stat.S_ISREG(st.st_mode) and st.st_size <= MAX_FILE:
+                h.update(f"file {rel} {hashlib.sha256(p.read_bytes()).hexdigest()}\n".encode(errors="backslashreplace"))
+            else:
+                h.update(f"other {rel} {st.st_mode} {st.st_size} {st.st_mtime_ns}\n".encode(errors="backslashreplace"))
+        except OSError as e:
+            h.update(f"unreadable {rel} {e.errno}\n".encode(errors="backslashreplace"))
+    if seen == 0:
+        return ""
+    if todo:
+        h.update(f"and {len(todo)} more\n".encode())
+    return h.hexdigest()
 
 
 def _why_not(f: Path, wanted: set[str], known: set[str]) -> str | None:

@@ -82,7 +82,8 @@ def _grade(opts: Options, cat: Catalog, con: Console, book: Gradebook, found: Di
         if opts.gpu_dry_run:  # its advice is in the feedback: a run without it is graded again with it
             settings["gpu_dry_run"] = True
         fps = {p: fingerprint(cat.get(p), settings) for p in used}
-        jobs = [s for s in found.submissions if not book.is_current(s.student, s.problem, s.sha256, fps[s.problem], seed)]
+        jobs = [s for s in found.submissions
+                if not book.is_current(s.student, s.problem, s.sha256, s.fingerprint(fps[s.problem]), seed)]
         if jobs and not pool.started:
             pool.start()
         skipped = len(found.submissions) - len(jobs)
@@ -99,7 +100,7 @@ def _grade(opts: Options, cat: Catalog, con: Console, book: Gradebook, found: Di
                     errors[sub.key] = outcome.error
                 else:
                     rep = dict(relabel(outcome.report, found.root, "<class>"), file=f"{sub.student}/{sub.problem}.py")
-                    row = Row(sub.student, sub.problem, rep.get("sha256") or sub.sha256, fps[sub.problem], seed,
+                    row = Row(sub.student, sub.problem, rep.get("sha256") or sub.sha256, sub.fingerprint(fps[sub.problem]), seed,
                               rep["verdict"], rep["cases_passed"], rep["cases_total"],
                               score(rep["cases_passed"], rep["cases_total"], rep["verdict"]), rep["seconds"], rep)
                     with interrupts.deferred():  # a result is committed whole or not at all
@@ -135,7 +136,8 @@ def _bench(con: Console, cat: Catalog, book: Gradebook, pool, found: Discovery, 
     todo = [subs[(r.student, r.problem)] for r in book.rows() if r.verdict == "accepted" and r.bench is None
             and cat.get(r.problem).bench_sizes
             and (r.student, r.problem) in subs and r.sha256 == subs[(r.student, r.problem)].sha256
-            and r.seed == seed and r.fingerprint == fps.get(r.problem)]
+            and r.seed == seed and r.problem in fps
+            and r.fingerprint == subs[(r.student, r.problem)].fingerprint(fps[r.problem])]
     if not todo:
         return
     if not pool.started:
@@ -168,7 +170,7 @@ def _entries(book: Gradebook, found: Discovery, problems: list[str], seed: int, 
         for p in problems:
             sub, row = subs.get((student, p)), rows.get((student, p))
             current = (sub is not None and row is not None and row.sha256 == sub.sha256 and row.seed == seed
-                       and row.fingerprint == fps.get(p))
+                       and p in fps and row.fingerprint == sub.fingerprint(fps[p]))
             entries.append(fb.Entry(student, p, row if current else None, sub.sha256 if sub else "",
                                     errors.get((student, p), "")))
     fb.rank(entries)
