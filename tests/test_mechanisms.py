@@ -127,6 +127,16 @@ def test_view_on_a_non_contiguous_input_says_to_reshape(grader, catalog):
     assert "Use .reshape(...) instead of .view(...), or call .contiguous() first" in report.message
 
 
+def test_a_case_runs_only_in_the_dtypes_it_names(grader, catalog):
+    """causal_attention's score of -100000 cannot be held in float16: that case runs in float32 (and bfloat16) only."""
+    spec = catalog.get("causal_attention")
+    report = grader.grade(spec, spec.solution_path, seed=0, dtypes=["float32", "float16"])
+    assert report.passed, report.message
+    names = [c.name for c in report.cases]
+    assert "own_score_below_float16_range" in names and "own_score_below_float16_range [float16]" not in names
+    assert "very_negative_own_score [float16]" in names  # the others run in every dtype
+
+
 def test_cases_run_in_a_seeded_order_and_are_reported_in_definition_order(grader):
     """A band cached by length: whichever same-length case runs second fails, and the message says why."""
     path = PACK / "problems" / "banded" / "wrong" / "band_cached_by_length.py"

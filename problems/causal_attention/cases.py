@@ -54,6 +54,19 @@ def very_negative_own_score(rng):
     return Case(steps=[Call(Q, K, V)], grad=False)  # forward only: the gradients of such scores are ill-conditioned
 
 
+@case(targets="a query whose only allowed score is -100000, below float16's range: masked scores must be -inf "
+              "(or the minimum of the scores' own dtype), not float16's minimum -65504 in every dtype",
+      dtypes=("float32", "bfloat16"))  # float16 cannot hold such a score
+def own_score_below_float16_range(rng):
+    B, S, D = 2, 5, 4
+    Q, K, V = rng.randn(B, S, D, scale=0.1), rng.randn(B, S, D), rng.randn(B, S, D)
+    u = rng.randn(B, D)
+    u = u / u.norm(dim=-1, keepdim=True)
+    Q[:, 0] = 2 * u
+    K[:, 0] = -1e5 * u  # position 0's one allowed score: q0 . k0 / sqrt(D) = -100000
+    return Case(steps=[Call(Q, K, V)], grad=False)
+
+
 @case(targets="a short sequence, then a longer one: nothing sized by the first call may be reused")
 def growing_length(rng):  # 16: longer than every other case, so a table sized by any earlier call is too small
     return Case(steps=[Call(*(rng.randn(2, 4, 8) for _ in range(3))), Call(*(rng.randn(2, 16, 8) for _ in range(3)))])

@@ -74,3 +74,16 @@ def very_negative_window_scores(rng):
               "exactly only up to 256, so build positions with an integer torch.arange, not in the inputs' dtype")
 def long_sequence_positions(rng):
     return Case(steps=[Call(*qkv(rng, 1, 300, 4), 2)], grad=False)  # forward only: the band is what it tests
+
+
+@case(targets="a query whose in-window scores are all near -100000, below float16's range: out-of-window scores "
+              "must be -inf (or the minimum of the scores' own dtype), not float16's minimum -65504 in every dtype",
+      dtypes=("float32", "bfloat16"))  # float16 cannot hold such scores
+def window_scores_below_float16_range(rng):
+    B, S, D = 2, 6, 4
+    Q, K, V = rng.randn(B, S, D, scale=0.1), rng.randn(B, S, D), rng.randn(B, S, D)
+    u = rng.randn(B, D)
+    u = u / u.norm(dim=-1, keepdim=True)
+    Q[:, 0] = 2 * u
+    K[:, 0], K[:, 1] = -1e5 * u, -1.1e5 * u  # query 0's window (keys 0, 1): scores -100000 and -110000
+    return Case(steps=[Call(Q, K, V, 1)], grad=False)

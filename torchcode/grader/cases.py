@@ -188,6 +188,10 @@ class CaseDef:
     name: str
     targets: str
     build: Callable[[Rng], Case]
+    dtypes: tuple[str, ...] | None = None  # the grading dtypes this case runs in (None: every one)
+
+    def runs_in(self, dtype: str) -> bool:
+        return self.dtypes is None or dtype in self.dtypes
 
     def make(self, seed: int, variant: str = "") -> Case:
         """The case for ``seed``; another ``variant`` draws other values from the same builder (a replay)."""
@@ -226,11 +230,15 @@ def case_seed(seed: int, name: str) -> int:
     return (seed * 1_000_003 + zlib.crc32(name.encode())) % (2**62)
 
 
-def case(fn: Callable | None = None, *, targets: str = ""):
-    """Mark a function of ``cases.py`` as a hidden case; cases run in definition order."""
+def case(fn: Callable | None = None, *, targets: str = "", dtypes: tuple[str, ...] | None = None):
+    """Mark a function of ``cases.py`` as a hidden case; cases run in definition order.
+
+    ``dtypes``: run the case only in these grading dtypes (e.g. ``("float32", "bfloat16")`` for values that
+    float16 cannot hold); by default it runs in every dtype graded."""
 
     def mark(f: Callable) -> Callable:
-        f.__torchcode_case__ = CaseDef(f.__name__, targets or (f.__doc__ or "").strip(), f)
+        f.__torchcode_case__ = CaseDef(f.__name__, targets or (f.__doc__ or "").strip(), f,
+                                       tuple(dtypes) if dtypes is not None else None)
         return f
 
     return mark(fn) if fn is not None else mark

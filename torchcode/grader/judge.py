@@ -87,7 +87,7 @@ class Grader:
         self.drop_ahead(workers=False)
         problem = self.problem(spec)
         dts = list(dtypes or default_dtypes(spec, self.limits.device))
-        defs = [(d, dt) for dt in dts for d in problem.cases]
+        defs = [(d, dt) for dt in dts for d in problem.cases if d.runs_in(dt)]
         ahead = _Ahead((str(spec.folder), tuple(dts)), secrets.randbelow(2**31) if seed is None else int(seed))
         ahead.given = seed is not None
 
@@ -303,7 +303,8 @@ class Grader:
         def prepare(d, seed, dtype, device, replay=False):  # built ahead of the grade, or now
             return ahead.take(problem, d, dtype, device, replay) if ahead else problem.prepare(d, seed, dtype, device,
                                                                                                 replay)
-        defs = [(d, dt) for dt in dtypes for d in problem.cases if not only or d.name in only]  # as reported
+        defs = [(d, dt) for dt in dtypes for d in problem.cases  # as reported
+                if (not only or d.name in only) and d.runs_in(dt)]
         order = run_order(defs, seed)
         tell({"event": "started", "cases": [d.name for d, _ in defs], "dtypes": list(dtypes), "seed": seed})
         self._send_load(worker, spec, path)
