@@ -75,16 +75,28 @@ def unit_head_slices(rng, B, S, heads, d_k):
     return (x / x.norm(dim=-1, keepdim=True)).reshape(B, S, heads * d_k)
 
 
-@case(targets="a first token whose only visible score is far below -1e4: mask future keys with -inf, not a large "
-              "negative number")
-def very_negative_own_score(rng):
-    d, a = 8, 3e4 ** 0.5  # 2 heads of width 4: the first token's score on key 0 is -a^2 / 2 = -15000
+def _own_score(rng, score):
+    """With W_k = -W_q, the first token's one visible score (on key 0) is `score` (negative)."""
+    d, a = 8, (-2 * score) ** 0.5  # 2 heads of width 4: the first token's score on key 0 is -a^2 / 2
     eye = torch.eye(d)
     x = unit_head_slices(rng, 2, 6, 2, 4)
     steps = [Call(x[:, :5]), Call(x[:, 5:], Prev(0, 1))]
     return Case(init=dict(d_model=d, num_heads=2), steps=steps, grad=False,  # forward only, as for large scores
                 weights={"W_q.weight": a * eye, "W_q.bias": torch.zeros(d), "W_k.weight": -a * eye,
                          "W_k.bias": torch.zeros(d)})
+
+
+@case(targets="a first token whose only visible score is far below -1e4: mask future keys with -inf, not a large "
+              "negative number")
+def very_negative_own_score(rng):
+    return _own_score(rng, -1.5e4)
+
+
+@case(targets="a first token whose only visible score is -100000, below float16's range: mask future keys with -inf "
+              "(or the minimum of the scores' own dtype), not float16's minimum -65504 in every dtype",
+      dtypes=("float32", "bfloat16"))  # float16 cannot hold such a score
+def own_score_below_float16_range(rng):
+    return _own_score(rng, -1e5)
 
 
 @case(targets="two continuations branched from one prefix cache: each attends over the cache it is handed")

@@ -194,17 +194,29 @@ def dropout_in_training_flash(rng):
     return dropout_in_training(rng, flash=True)
 
 
-@case(targets="a first token whose only visible score is far below -1e4: mask with -inf (or the dtype's minimum), "
-              "not a large negative number")
-def very_negative_own_score(rng):
-    a = 3e4 ** 0.5  # hidden 8, 2 heads of width 4, one KV head: query head 0 scores -a^2 / 2 = -15000 on key 0
+def _own_score(rng, score):
+    """With k_proj = -q_proj, query head 0's one visible score (on key 0) is `score` (negative)."""
+    a = (-2 * score) ** 0.5  # hidden 8, 2 heads of width 4, one KV head: query head 0 scores -a^2 / 2 on key 0
     x = rng.randn(2, 6, 2, 4)
-    x = (x / x.norm(dim=-1, keepdim=True)).reshape(2, 6, 8)  # head slices of norm 1: every score within float16
+    x = (x / x.norm(dim=-1, keepdim=True)).reshape(2, 6, 8)  # head slices of norm 1
     cos, sin = rope_tables(6, 4)  # position 0 is not rotated
     steps = [Call(x[:, :5], pe(cos, sin, 0, 5), use_cache=True),
              Call(x[:, 5:], pe(cos, sin, 5, 6), past_key_value=Prev(0, 1), use_cache=True)]
     return Case(init=dict(config=config(hidden=8, heads=2, kv=1)), steps=steps, grad=False,  # forward only
                 weights={"q_proj.weight": a * torch.eye(8), "k_proj.weight": -a * torch.eye(4, 8)})
+
+
+@case(targets="a first token whose only visible score is far below -1e4: mask with -inf (or the dtype's minimum), "
+              "not a large negative number")
+def very_negative_own_score(rng):
+    return _own_score(rng, -1.5e4)  # every score within float16
+
+
+@case(targets="a first token whose only visible score is -100000, below float16's range: mask with -inf (or the "
+              "minimum of the scores' own dtype), not float16's minimum -65504 in every dtype",
+      dtypes=("float32", "bfloat16"))  # float16 cannot hold such a score
+def own_score_below_float16_range(rng):
+    return _own_score(rng, -1e5)
 
 
 @case(targets="two continuations branched from one prefix past_kv: attend over the cache you are handed")

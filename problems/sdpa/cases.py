@@ -80,18 +80,30 @@ def large_scores_masked(rng):
     return Case(steps=[Call(Q, K, V, mask=_mask(rng, 2, 2, 6, 9))], grad=False)  # forward stability only
 
 
-@case(targets="a query whose allowed scores are all far below -1e4: masked keys need -inf (or the dtype's minimum), "
-              "not a large negative number")
-def very_negative_allowed_scores(rng):
+def _allowed_scores_near(rng, score):
+    """Query 0 may attend to keys 0 and 1 only, and its scores there are about `score` (negative)."""
     B, Lq, Lk, D = 2, 3, 5, 4
     Q, K, V = rng.randn(B, Lq, D, scale=0.1), rng.randn(B, Lk, D), rng.randn(B, Lk, 3)
     u = rng.randn(B, D)
     u = u / u.norm(dim=-1, keepdim=True)  # a unit direction per batch element
     Q[:, 0] = 2 * u
-    K[:, 0], K[:, 1] = -1.5e4 * u, -1.6e4 * u  # query 0's scores on keys 0 and 1: -15000 and -16000
+    K[:, 0], K[:, 1] = score * u, score * 16 / 15 * u  # query 0's scores on keys 0 and 1: score, 16/15 score
     mask = _mask(rng, B, Lq, Lk)
     mask[:, 0] = torch.tensor([True, True, False, False, False])  # query 0 may attend to keys 0 and 1 only
     return Case(steps=[Call(Q, K, V, mask)], grad=False)  # forward only: such scores' gradients are ill-conditioned
+
+
+@case(targets="a query whose allowed scores are all far below -1e4: masked keys need -inf (or the dtype's minimum), "
+              "not a large negative number")
+def very_negative_allowed_scores(rng):
+    return _allowed_scores_near(rng, -1.5e4)  # -15000 and -16000
+
+
+@case(targets="a query whose allowed scores are near -100000, below float16's range: masked keys need -inf (or the "
+              "minimum of the scores' own dtype), not float16's minimum -65504 in every dtype",
+      dtypes=("float32", "bfloat16"))  # float16 cannot hold such scores
+def allowed_scores_below_float16_range(rng):
+    return _allowed_scores_near(rng, -1e5)
 
 
 @case(targets="5-D inputs and odd sizes")
