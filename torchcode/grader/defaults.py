@@ -21,6 +21,10 @@ import functools
 import inspect
 import math
 import types
+# The reader runs in the worker after the learner's code: bound here, when the grader is imported, so that a
+# submission that replaces ``builtins.zip`` (or ``types.MethodType``) can neither make the reading raise nor lie.
+from builtins import (any, bool, dict, float, int, isinstance, len, list, range, staticmethod, str, tuple,  # noqa: A004
+                      type, zip)
 
 
 def problem(source: str | bytes, entry, reference) -> str | None:
@@ -85,6 +89,12 @@ def _same(got, want) -> bool:
 
 # -- what the worker calls (read there, judged here) -----------------------------------------------------
 _FUNCTION = types.FunctionType
+_METHOD = types.MethodType
+_MAPPINGPROXY = types.MappingProxyType
+_PROXY_ITEMS = types.MappingProxyType.items
+_DICT_ITEMS = dict.items
+_TUPLE_GETITEM = tuple.__getitem__
+_BACKWARDS = slice(None, None, -1)
 _CODE = _FUNCTION.__dict__["__code__"].__get__
 _DEFAULTS = _FUNCTION.__dict__["__defaults__"].__get__
 _KWDEFAULTS = _FUNCTION.__dict__["__kwdefaults__"].__get__
@@ -117,29 +127,31 @@ def effective(obj, names) -> dict:
             break
         kind = type(obj)
         if kind is _PARTIAL:
-            bound = _str_keyed(_PARTIAL_KEYWORDS(obj))
+            bound = str_keyed(_PARTIAL_KEYWORDS(obj))
             for n in list(pending):
                 if n in bound:
                     found[n] = _plain(bound[n])
                     pending.remove(n)
             obj = _PARTIAL_FUNC(obj)
-        elif kind is types.MethodType:
+        elif kind is _METHOD:
             obj = _METHOD_FUNC(obj)
         elif kind is staticmethod:
             obj = _STATIC_FUNC(obj)
         elif kind is _FUNCTION:
             code = _CODE(obj)
             positional = code.co_varnames[:code.co_argcount]
-            defaults, kwdefaults = _DEFAULTS(obj) or (), _KWDEFAULTS(obj) or {}
-            # right-aligned, as Python applies them: a __defaults__ set longer than the parameters gives the
-            # last parameter the tuple's last value
-            given = dict(zip(positional[::-1], defaults[::-1]))
-            given.update(_str_keyed(kwdefaults))
+            defaults, kwdefaults = _DEFAULTS(obj), _KWDEFAULTS(obj)  # subclasses of tuple and dict are allowed:
+            # read through tuple's and dict's own methods (a ``len`` or ``or`` would run the learner's). The defaults
+            # fill the last positional parameters, as Python does also when an assigned tuple is longer.
+            backwards = _TUPLE_GETITEM(defaults, _BACKWARDS) if defaults is not None else ()
+            given = dict(zip(positional[::-1], backwards))
+            if kwdefaults is not None:
+                given.update(str_keyed(kwdefaults))
             for n in list(pending):
                 if n in given and given[n] is not None:
                     found[n] = _plain(given[n])
                     pending.remove(n)
-            obj = _str_keyed(_FDICT(obj)).get("__wrapped__")
+            obj = str_keyed(_FDICT(obj)).get("__wrapped__")
             if obj is None:
                 break
         else:
@@ -150,13 +162,13 @@ def effective(obj, names) -> dict:
     return found
 
 
-def _str_keyed(d) -> dict:
+def str_keyed(d) -> dict:
     """The entries of a dict of the learner's whose keys are exact strs (a key of another type could run code
     when compared: its __eq__ and __hash__ are the learner's)."""
-    if type(d) is types.MappingProxyType:  # a class's __dict__ (a real dict underneath)
-        items = types.MappingProxyType.items(d)
-    elif type(d) is dict:
-        items = dict.items(d)
+    if type(d) is _MAPPINGPROXY:  # a class's __dict__ (a real dict underneath)
+        items = _PROXY_ITEMS(d)
+    elif dict in _TYPE_MRO(type(d)):  # a dict subclass too (Python calls with its entries, not its methods)
+        items = _DICT_ITEMS(d)
     else:
         return {}
     return {k: v for k, v in items if type(k) is str}
@@ -167,7 +179,7 @@ def static_attribute(cls, name: str):
     metaclass of the learner's."""
     try:
         for base in _TYPE_MRO(cls):
-            attrs = _str_keyed(_TYPE_DICT(base))  # a class body may hold a key of the learner's type too
+            attrs = str_keyed(_TYPE_DICT(base))  # a class body may hold a key of the learner's type too
             if name in attrs:
                 return attrs[name]
     except Exception:  # noqa: BLE001 - not a class after all

@@ -129,6 +129,7 @@ class Execution:
     input_grads: dict[int, torch.Tensor | None] = field(default_factory=dict)  # input tensor order -> grad
     param_grads: dict[str, torch.Tensor | None] = field(default_factory=dict)
     work: list[int] = field(default_factory=list)  # arithmetic of each call, when the guard counts it
+    modules: list = field(default_factory=list)  # the instances built (a module problem)
 
 
 def materialize(v):
@@ -290,7 +291,7 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
             if not r.unchanged():
                 raise InputModified(during, r.given, r.where, r.path, r.prev)
 
-    modules: list[torch.nn.Module] = []
+    modules: list[torch.nn.Module] = ex.modules
 
     def build() -> torch.nn.Module:
         init_args, init_kwargs = prog.calling.construct({k: materialize(v) for k, v in (prog.init or {}).items()})

@@ -28,6 +28,7 @@ from torchcode.grader import protocol
 from torchcode.grader.protocol import Message, decode, receive
 
 MAX_TRACEBACK = 4000
+_MODULE_DICT = torch.nn.Module.__dict__["__dict__"].__get__  # an instance's own attributes, whatever its class says
 
 
 START_FAILED = 70  # exit status of a worker that could not start: never the submission's doing
@@ -512,11 +513,30 @@ class Worker:
         except BaseException as e:  # noqa: BLE001 - an object of the learner's that cannot be read: said, never passed
             return {defaults.UNREADABLE: _type_name(type(e))}
 
-    def _defaults_changed(self) -> str | None:
-        if self._defaults() == self.defaults:
-            return None
-        return (f"the keyword defaults of `{self.spec['name']}` changed while it ran: callers must get the "
-                "contract's defaults every time; do not rebind them at run time")
+    def _defaults_changed(self, ex: execute.Execution) -> dict | None:
+        """What to send back when callers no longer get the keyword defaults read at the import: an error
+        (rebound at run time), or defaults to judge on the trusted side against the contract: those that can
+        no longer be read, or those of a ``forward`` set on an instance (``self.forward = functools.partial(...)``
+        in ``__init__``: calls reach it, not the class's)."""
+        now = self._defaults()
+        if defaults.UNREADABLE in now:
+            return {"defaults": now}
+        label = f"{self.spec['name']}.forward"
+        try:
+            for module in ex.modules:  # an instance's own forward, as nn.Module's __call__ finds it
+                found = defaults.str_keyed(_MODULE_DICT(module)).get("forward")
+                if found is not None:
+                    own = defaults.effective(found, self.spec["params"])
+                    if own != self.defaults.get(label):
+                        return {"defaults": {label: own}}
+                    break
+        except BaseException as e:  # noqa: BLE001
+            return {"defaults": {defaults.UNREADABLE: _type_name(type(e))}}
+        if now != self.defaults:
+            return {"kind": "interface", "message": f"the keyword defaults of `{self.spec['name']}` changed while it "
+                                                    "ran: callers must get the contract's defaults every time; do "
+                                                    "not rebind them at run time"}
+        return None
 
     def _note(self, **fields) -> None:
         try:
@@ -592,10 +612,11 @@ class Worker:
         too_big = _too_big(ex, h.get("max_reply"))
         if too_big:
             return {"error": {"kind": "output", "message": too_big}, "seconds": seconds, **self._memory(guard)}
-        changed = self._defaults_changed()
-        if changed:
-            return {"error": {"kind": "interface", "message": changed}, "seconds": seconds}
+        changed = self._defaults_changed(ex)
+        if changed and "kind" in changed:
+            return {"error": changed, "seconds": seconds}
         return {
+            **(changed or {}),
             "outputs": [self._encode(o, msg) for o in ex.outputs],
             "input_grads": {str(i): (msg.tensor(g) if g is not None else None) for i, g in ex.input_grads.items()},
             "param_grads": {n: (msg.tensor(g) if g is not None else None) for n, g in ex.param_grads.items()},
