@@ -38,6 +38,7 @@ _need("ipykernel")
 WRONG = (ROOT / "problems" / "gqa" / "wrong" / "tiled_kv_heads.py").read_text()
 RIGHT = (ROOT / "solutions" / "gqa.py").read_text()
 CPU_MASK = (ROOT / "solutions" / "causal_attention.py").read_text().replace(", device=Q.device", "")
+HELPED = "%%torchcode repeat_kv\nfrom myhelpers import rk\n\n\ndef repeat_kv(x, n_rep):\n    return rk(x, n_rep)\n"
 HOSTILE = """
 import builtins, sys
 builtins.TAMPERED = True            # in the kernel this would stick
@@ -165,12 +166,20 @@ def test_a_hostile_cell_never_reaches_the_kernel(workdir, torchcode_home, jupyte
         _code("import torch\nx = torch.randn(512, 512)\nprint('ops ran:', float((x @ x).sum()) == float((x @ x).sum()))"),
         _code("%%torchcode gqa\n" + RIGHT),
         _code("%%torchcode causal_attention --gpu-dry-run\n" + CPU_MASK),  # check --gpu-dry-run's advice
-        _code("%%torchcode repeat_kv\nfrom myhelpers import rk\n\n\ndef repeat_kv(x, n_rep):\n    return rk(x, n_rep)\n"),
+        _code(HELPED),
+        _code(HELPED),  # the same cell again: the session starts its next worker ahead, for this folder
+        _code("%cd other"),
+        _code(HELPED),  # imports from the kernel's folder now, not the first one
     ]
     (workdir / "myhelpers.py").write_text(  # the notebook's folder: a cell imports from it, as `check` does
         "def rk(x, n_rep):\n    B, S, H, D = x.shape\n"
         "    return x[:, :, :, None, :].expand(B, S, H, n_rep, D).reshape(B, S, H * n_rep, D)\n")
+    (workdir / "other").mkdir()
+    (workdir / "other" / "myhelpers.py").write_text("def rk(x, n_rep):\n    return x.repeat(1, 1, n_rep, 1)\n")
     _execute(nb, workdir)
+    assert "Accepted" in _text(nb.cells[14]), _text(nb.cells[14])
+    moved = _text(nb.cells[16])
+    assert "Wrong answer" in moved, moved  # other/myhelpers.py tiles the heads instead of repeating each one
     assert "error: which problem?" in _text(nb.cells.pop(1))
     dry = " ".join(_text(nb.cells[11]).split())  # the advice wraps at the report's width
     assert "Accepted" in dry and "would fail on a GPU" in dry, dry

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import atexit
 import io
+import os
 import shlex
 import sys
 import threading
@@ -51,12 +52,10 @@ def session():
     global _session
     with _session_lock:
         if _session is None:
-            import os
-
             from torchcode.grader.limits import Limits
             from torchcode.session import Session
 
-            s = Session(limits=Limits(imports_from=[os.getcwd()]))  # a cell imports the notebook folder's modules
+            s = Session(limits=Limits(imports_from=_here()))  # a cell imports the notebook folder's modules
             try:
                 s.start()
             except BaseException:  # interrupted or failed while starting: leave no process behind
@@ -153,7 +152,8 @@ def _grade(args: list[str], cell: str) -> None:
     try:  # an interrupt (the notebook's stop button) anywhere in here is said, never a traceback
         live.show(_Html(f"Grading {spec.id}…" if warm else f"Grading {spec.id}: starting the grader…"))
         s = session()
-        report = s.grade(spec.id, source=cell, seed=seed, dtypes=dtypes, on_event=on_event, gpu_dry_run=dry)
+        report = s.grade(spec.id, source=cell, seed=seed, dtypes=dtypes, on_event=on_event, gpu_dry_run=dry,
+                         imports_from=_here())  # the kernel's folder now: `%cd` moves it
     except KeyboardInterrupt:
         live.show(_Html("Interrupted: the grade was stopped and nothing was recorded."))
         return None
@@ -172,6 +172,14 @@ def _grade(args: list[str], cell: str) -> None:
     for w in [*st.warnings, *([note] if note else [])]:
         print(w if w.startswith("warning") else f"warning: {w}", file=sys.stderr)
     return None
+
+
+def _here() -> list[str]:
+    """The folder a cell imports the notebook's modules from: the kernel's current one (none if it was removed)."""
+    try:
+        return [os.getcwd()]
+    except OSError:
+        return []
 
 
 def _report(con, report, problem: str) -> None:

@@ -123,7 +123,7 @@ class Grader:
         except GraderError:
             shutil.rmtree(tmp, ignore_errors=True)
             return
-        self._spare = ((str(spec.folder), str(path), tuple(dts), identity), worker, tmp)
+        self._spare = ((str(spec.folder), str(path), tuple(dts), identity, tuple(self.limits.imports_from)), worker, tmp)
 
     def drop_ahead(self, cases: bool = True, workers: bool = True) -> None:
         if cases and self._ahead is not None:
@@ -150,7 +150,8 @@ class Grader:
         # the same file: the same path *and* inode. Where the file's folder holds a protected path (the progress
         # store in the home folder), Landlock lets the worker read the file alone, by inode: an editor that saves
         # by renaming a new file over the old one (and the browser workspace) leaves a worker that cannot read it
-        if spare is None or spare[0] != (str(spec.folder), str(path), tuple(dtypes), _identity(path, self._protected(spec))):
+        if spare is None or spare[0] != (str(spec.folder), str(path), tuple(dtypes), _identity(path, self._protected(spec)),
+                                         tuple(self.limits.imports_from)):  # a notebook's folder, changed by %cd
             self.drop_ahead(cases=False)
             return None
         self._spare = None

@@ -122,8 +122,12 @@ class Session:
 
     def grade(self, problem: str, path: Path | str | None = None, *, source: str | None = None,
               seed: int | None = None, dtypes: list[str] | None = None,
-              on_event: Callable[[dict], None] | None = None, gpu_dry_run: bool = False) -> Report:
+              on_event: Callable[[dict], None] | None = None, gpu_dry_run: bool = False,
+              imports_from: list[str] | None = None) -> Report:
         """Grade ``path`` (a file) or ``source`` (text) as a submission to ``problem``.
+
+        ``imports_from``: for this grade, the folders the submission imports its own modules from besides
+        its file's (``Limits.imports_from``; a notebook passes the kernel's current folder at each grade).
 
         ``gpu_dry_run``: as ``check --gpu-dry-run``: on the CPU, code accepted also runs its cases on the
         meta device, and what would fail on a GPU goes into ``report.advice`` (never the verdict).
@@ -134,6 +138,8 @@ class Session:
             raise UsageError("grade a file or a text: give one of path and source")
         req = {"op": "grade", "problem": problem, "seed": seed, "dtypes": dtypes, "source": source,
                "path": str(Path(path).resolve()) if path is not None else None, "gpu_dry_run": bool(gpu_dry_run)}
+        if imports_from is not None:
+            req["imports_from"] = [str(Path(f).resolve()) for f in imports_from]
         if path is not None and not Path(req["path"]).is_file():
             raise UsageError(f"no such file: {path}")
         limit = self.limits.total_limit + 2 * self.limits.load_limit + SLACK + (DRY_RUN_SLACK if gpu_dry_run else 0)

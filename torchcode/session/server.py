@@ -7,7 +7,8 @@ confined worker from the zygote; the reference side of each problem is built onc
 
 (All on the socket the session passed as argv[1]; stdin, stdout and stderr are not used for them.)
 Lines in:  {"op": "grade", "problem": ID, "path": FILE | null, "source": TEXT | null,
-            "seed": N | null, "dtypes": [...] | null, "gpu_dry_run": false}
+            "seed": N | null, "dtypes": [...] | null, "gpu_dry_run": false, "imports_from": [DIR, ...]}
+            (imports_from is optional: for that grade only, instead of the session's Limits.imports_from)
            {"op": "warm", "problems": [ID, ...]}
            {"op": "bench", "problem": ID, "path": FILE, "dtype": D, "sizes": [...] | null, "reps": N}
 Lines out: {"ready": true, "device": "cpu", "pid": N, "sources": DIR}  (once, at start; DIR: its temporary folder)
@@ -103,6 +104,7 @@ def main() -> None:
     threading.Thread(target=_orphan_watch, args=(int(config.get("parent") or os.getppid()),), daemon=True).start()
     send({"ready": True, "device": limits.device, "pid": os.getpid(), "sources": str(root)})
     last = None  # the (problem, file, dtypes) graded last
+    imports_from = list(limits.imports_from)  # the session's; a grade may name its own (a notebook's current folder)
     try:
         for line in requests:
             try:
@@ -115,6 +117,8 @@ def main() -> None:
                 elif req.get("op") == "grade":
                     _raised = False
                     _grading = True
+                    folders = req.get("imports_from")
+                    limits.imports_from = ([str(f) for f in folders] if isinstance(folders, list) else imports_from)
                     try:
                         spec, path = _submission(_catalog(dirs), req, sources)
                         report = grader.grade(spec, path, seed=req.get("seed"), dtypes=req.get("dtypes"),
@@ -126,7 +130,7 @@ def main() -> None:
                     # The next grade is most likely of this problem again: its cases, ready before it comes. A
                     # file graded twice in a row (watch, a notebook cell, the browser) will be again: its worker
                     # too (not for a class, where each file is graded once and such a worker would be wasted).
-                    key = (spec.id, str(path), repr(req.get("dtypes")))
+                    key = (spec.id, str(path), repr(req.get("dtypes")), repr(limits.imports_from))
                     if key == last:
                         grader.spawn_ahead(spec, path, req.get("dtypes"))
                     last = key
