@@ -551,3 +551,33 @@ def test_a_grader_that_cannot_start_is_said_in_the_terminal_and_the_page_never_a
     from torchcode.progress import Store
 
     assert Store(tmp_path / "home" / "progress.sqlite3").attempts() == []
+
+
+def test_ctrl_c_while_the_grading_session_starts_stops_at_once(tmp_path):
+    """The server starts its grading session ahead, in a thread; a Ctrl-C before it was ready waited for it
+    (torch's import and the zygote: seconds, more on a loaded machine). Here its start is held for a minute (a
+    sitecustomize that sleeps in the session's process only): Ctrl-C ends it, quietly, and leaves nothing."""
+    import os
+
+    slow = tmp_path / "slow"
+    slow.mkdir()
+    (slow / "sitecustomize.py").write_text(
+        "import time\nwith open('/proc/self/cmdline', 'rb') as f:\n"
+        "    if b'torchcode.session.server' in f.read():\n        time.sleep(60)\n")
+    (tmp_path / "ws").mkdir()
+    path = os.pathsep.join(p for p in (str(slow), os.environ.get("PYTHONPATH", "")) if p)
+    s = start_server(tmp_path / "ws", tmp_path / "home", env={"PYTHONPATH": path})
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not _descendants(s.proc.pid, "torchcode.session.server"):
+        time.sleep(0.1)
+    session = _descendants(s.proc.pid, "torchcode.session.server")
+    assert session, "no grading session process under the server"
+    t0 = time.monotonic()
+    assert stop_server(s, timeout=60) == 130, "".join(s.output)
+    assert time.monotonic() - t0 < 10, "Ctrl-C waited for the grading session to start"
+    out = "".join(s.output)
+    assert "Traceback" not in out and "could not start" not in out, out
+    deadline = time.monotonic() + 10
+    while any(_alive(p) for p in session) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(p) for p in session), "the grading session outlived the server"

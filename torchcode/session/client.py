@@ -54,6 +54,7 @@ class Session:
         self._buf = b""
         self._lock = threading.Lock()
         self._busy = False
+        self._aborted = False
         _live.add(self)
 
     # -- life cycle ---------------------------------------------------------------------------------
@@ -105,6 +106,17 @@ class Session:
         sources, self._sources = self._sources, None
         if sources and Path(sources).name.startswith("torchcode-session-"):
             shutil.rmtree(sources, ignore_errors=True)  # left behind when the process was killed
+
+    def abort(self) -> None:
+        """From another thread: end the session's process now, also while ``start`` waits for it to be ready
+        (``start`` then raises GraderError at once; the process ends its zygote on the way). ``close`` tidies up."""
+        self._aborted = True  # a process not spawned yet is ended as soon as it is (_ensure)
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            try:
+                proc.send_signal(signal.SIGTERM)
+            except ProcessLookupError:
+                pass
 
     def cancel(self) -> None:
         """Stop the grade in flight (from another thread); its ``grade`` raises ``Cancelled``."""
@@ -201,6 +213,8 @@ class Session:
         finally:
             theirs.close()
         self._sock = ours
+        if self._aborted:
+            self.abort()
         config = {"limits": dataclasses.asdict(self.limits), "problems_dirs": self.problems_dirs,
                   "parent": os.getpid(), "tmp": self._sources}
         self._send(config)

@@ -189,6 +189,8 @@ def create_app(ws: Workspace, *, warm: bool = True) -> Starlette:
             import torchcode.render.report  # noqa: F401  (rich's rendering: imported now, not during the first check)
 
             ws.session()
+        except Cancelled:  # Ctrl-C while it started: nothing to say
+            pass
         except Exception as e:  # said in the terminal now; each check tries again and says it in the page
             print(f"warning: the grading session could not start; checks will try again: {e}", file=sys.stderr, flush=True)
 

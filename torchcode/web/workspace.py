@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from torchcode.catalog import load_catalog
-from torchcode.errors import StoreError, UsageError
+from torchcode.errors import GraderError, StoreError, UsageError
 from torchcode.progress import ProblemProgress, Store
 from torchcode.session import Cancelled
 
@@ -45,6 +45,7 @@ class Workspace:
         self._bench: subprocess.Popen | None = None
         self._closed = False
         self._stopping = False
+        self._starting = None  # the session being started (stop() ends it rather than wait)
         self._bench_lock = threading.Lock()
 
     # -- the store: one connection per call (requests run on several threads) --------------------
@@ -220,14 +221,27 @@ class Workspace:
             if self._session is None:
                 from torchcode.session import Session
 
-                s = Session(problems_dirs=self.problems_dirs, device=self.device)
-                s.start()
+                s = self._starting = Session(problems_dirs=self.problems_dirs, device=self.device)
+                try:
+                    if self._stopping:  # read after _starting is set, as stop() reads _starting after _stopping
+                        raise Cancelled("the server is stopping")
+                    s.start()
+                except GraderError:
+                    s.close()
+                    if self._stopping:  # Ctrl-C ended it while it started (stop)
+                        raise Cancelled("the server is stopping") from None
+                    raise
+                finally:
+                    self._starting = None
                 self._session = s
             return self._session
 
     def stop(self) -> None:
         """The server is stopping (Ctrl-C): the work in flight ends now, and no new grade starts."""
         self._stopping = True
+        starting = self._starting
+        if starting is not None:  # not waited for: its start takes seconds (torch's import, the zygote)
+            starting.abort()
         self.cancel()
         self.cancel_bench()
 
