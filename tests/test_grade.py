@@ -95,9 +95,9 @@ def test_discover_lists_submissions_and_unknown_files(tmp_path):
     wanted = {k for k, v in expected_sheet().items() if v != "missing"}
     assert {s.key for s in found.submissions} == wanted
     unknown = {u.split(":")[0] for u in found.unknown}
-    assert unknown == {"README.txt", "erin/notes.txt", "erin/gqa_draft.py"}
+    assert unknown == {"README.txt", "erin/notes.txt", "erin/gqa_draft.py", "frank/masks.py"}
     only = discover(CLASS, ["repeat_kv"], tmp_path / "unpacked", known=("sdpa", "repeat_kv", "causal_attention"))
-    assert {u.split(":")[0] for u in only.unknown} == unknown | {"erin/", "mallory/"}  # others' files are not unknown; erin has none
+    assert {u.split(":")[0] for u in only.unknown} == unknown | {"erin/", "mallory/", "frank/"}  # others' files are not unknown
 
 
 def test_a_helper_beside_a_submission_is_part_of_what_it_is_graded_on(tmp_path):

@@ -10,6 +10,7 @@ skipped.
 from __future__ import annotations
 
 import hashlib
+import os
 import stat
 import zipfile
 import zlib
@@ -21,6 +22,7 @@ from torchcode.errors import UsageError
 MAX_FILE = 1 << 20  # a submission larger than 1 MB is not a kernel
 MAX_ZIP_TOTAL = 512 << 20
 IGNORED = {"__MACOSX", "__pycache__", ".DS_Store", ".ipynb_checkpoints"}
+MAX_HELPERS = 32  # modules beside a submission that --ray ships with it (the first, by name)
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,34 @@ class Submission:
     @property
     def key(self) -> tuple[str, str]:
         return self.student, self.problem
+
+
+def helper_files(submission: Path) -> dict[str, bytes]:
+    """The modules a submission may import from its own folder, by name: the other ``*.py`` files there,
+    plain files only (never a link, which could lead out of the student's folder), each at most MAX_FILE,
+    the first MAX_HELPERS by name: what ``grade --ray`` ships with the submission (a rerun compares the whole
+    folder: ``folder_digest``)."""
+    found: dict[str, bytes] = {}
+    try:
+        entries = sorted(submission.parent.iterdir())
+    except OSError:
+        return found
+    for f in entries:
+        if len(found) == MAX_HELPERS:
+            break
+        if f.suffix != ".py" or f.name == submission.name or _ignored(f):
+            continue
+        try:
+            fd = os.open(f, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))  # no link, no pipe's wait
+        except OSError:
+            continue
+        with os.fdopen(fd, "rb") as fh:
+            st = os.fstat(fd)
+            if stat.S_ISREG(st.st_mode) and st.st_size <= MAX_FILE:
+                data = fh.read(MAX_FILE + 1)
+                if len(data) <= MAX_FILE:
+                    found[f.name] = data
+    return found
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """The pool on a Ray cluster: one warm grading session per Ray actor (``torchcode grade --ray``).
 
 The instructor's process keeps the gradebook and the files: each submission travels to an actor
-as its bytes, and the extra problem packs (``--problems-dir``, ``TORCHCODE_PROBLEMS``) travel once,
+as its bytes, with the helper modules beside it (discover.helper_files), and the extra problem packs (``--problems-dir``, ``TORCHCODE_PROBLEMS``) travel once,
 as a tar archive, when the actor starts; the built-in course is the one installed on the node
 (every node needs torchcode, same version, in the Python that Ray runs). An actor asks for a GPU
 (``num_gpus=1``) when grading on CUDA. Ray is imported only here.
@@ -9,9 +9,11 @@ as a tar archive, when the actor starts; the built-in course is the one installe
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import os
+import shutil
 import tarfile
 import tempfile
 from dataclasses import asdict
@@ -19,7 +21,7 @@ from pathlib import Path
 from typing import Iterator
 
 from torchcode import paths
-from torchcode.classroom.discover import Submission
+from torchcode.classroom.discover import Submission, helper_files
 from torchcode.classroom.pool import Outcome, bench_one, by_problem, grade_one
 from torchcode.errors import GraderError, UsageError
 
@@ -52,30 +54,35 @@ class GradingActor:
     def device(self) -> str:
         return self.session.device
 
-    def grade(self, job: Submission, source: bytes, seed: int, dtypes, gpu_dry_run: bool = False) -> Outcome:
-        path = self.tmp / "submissions" / _safe(job.student) / f"{job.problem}.py"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(source)
-        try:
+    def grade(self, job: Submission, source: bytes, seed: int, dtypes, gpu_dry_run: bool = False,
+              helpers: dict[str, bytes] | None = None) -> Outcome:
+        with self._laid_out(job, source, helpers) as path:
             return grade_one(self.session, job, seed, dtypes, path=path, gpu_dry_run=gpu_dry_run)
-        finally:
-            path.unlink(missing_ok=True)
 
-    def bench(self, job: Submission, source: bytes) -> Outcome:
-        path = self.tmp / "bench" / _safe(job.student) / f"{job.problem}.py"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(source)
-        try:
+    def bench(self, job: Submission, source: bytes, helpers: dict[str, bytes] | None = None) -> Outcome:
+        with self._laid_out(job, source, helpers) as path:
             return bench_one(self.session, job, path)
+
+    @contextlib.contextmanager
+    def _laid_out(self, job: Submission, source: bytes, helpers: dict[str, bytes] | None):
+        """The submission written with its helper modules in a folder of its own (grades run concurrently here:
+        another of the student's files must not see these, nor lose them when it ends), removed afterwards."""
+        folder = Path(tempfile.mkdtemp(prefix="job-", dir=self.tmp)) / _safe(job.student)
+        folder.mkdir()
+        try:
+            for name, data in (helpers or {}).items():
+                if _safe(name) == name and name.endswith(".py") and name != f"{job.problem}.py":
+                    (folder / name).write_bytes(data)
+            path = folder / f"{job.problem}.py"
+            path.write_bytes(source)
+            yield path
         finally:
-            path.unlink(missing_ok=True)
+            shutil.rmtree(folder.parent, ignore_errors=True)
 
     def cancel(self) -> None:
         self.session.cancel()
 
     def close(self) -> None:
-        import shutil
-
         self.session.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
@@ -138,7 +145,8 @@ class RayPool:
             for a in self.actors:
                 while todo and load[id(a)] < IN_FLIGHT:
                     job = todo.pop()
-                    pending[a.grade.remote(job, job.path.read_bytes(), seed, dtypes, gpu_dry_run)] = (a, job)
+                    pending[a.grade.remote(job, job.path.read_bytes(), seed, dtypes, gpu_dry_run,
+                                           helper_files(job.path))] = (a, job)
                     load[id(a)] += 1
 
         feed()
@@ -158,7 +166,7 @@ class RayPool:
     def bench(self, job: Submission) -> Outcome:
         """Time one accepted kernel on the first actor (one at a time: nothing else runs on it meanwhile)."""
         try:
-            return self.ray.get(self.actors[0].bench.remote(job, job.path.read_bytes()))
+            return self.ray.get(self.actors[0].bench.remote(job, job.path.read_bytes(), helper_files(job.path)))
         except self.ray.exceptions.RayError as e:
             return Outcome(job, error=f"the Ray actor failed ({_cause(e)})")
 
