@@ -1,9 +1,9 @@
 # expect: bad_interface
 # problem: flash_attention
 # The name is rebound to a kernel whose block_size defaults to 64 (the source's def reads 32), and builtins.zip is
-# replaced by one that raises when handed that kernel's parameter names: a reader of the defaults that looks zip
-# up when it runs, and says nothing when the reading fails, judged no default, and the kernel passed (its values
-# do not depend on the tile size, and 64-key tiles stay under every case's memory bound).
+# replaced by one that, handed that kernel's parameter names, pairs block_size with 32: a reader of the defaults
+# that looks zip up when it runs read 32, and the kernel passed (its values do not depend on the tile size, and
+# 64-key tiles stay under every case's memory bound). A zip that raised there instead hid every default.
 import builtins
 import math
 
@@ -32,11 +32,12 @@ def _tiles(Q, K, V, block_size=64):
 _zip = builtins.zip
 
 
-def _zip_that_refuses(*iterables):
-    if iterables and type(iterables[0]) is tuple and iterables[0] == ("block_size",):
-        raise RuntimeError("not today")
+def _zip_that_lies(*iterables):
+    names = iterables[0] if iterables else None
+    if type(names) is tuple and names[:1] == ("block_size",) and len(iterables) == 2:
+        return _zip(names, (32,) + tuple(iterables[1])[1:])
     return _zip(*iterables)
 
 
-builtins.zip = _zip_that_refuses
+builtins.zip = _zip_that_lies
 flash_attention = _tiles
