@@ -138,6 +138,7 @@ def main() -> None:
                 elif req.get("op") == "bench":  # an accepted kernel against the reference (torchcode.grader.bench)
                     from torchcode.grader.bench import run_bench
 
+                    limits.imports_from = imports_from  # the session's own, not the last grade's
                     _raised = False
                     _grading = True
                     try:
