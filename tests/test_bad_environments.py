@@ -174,6 +174,25 @@ def test_reset_in_a_read_only_folder_loses_nothing(cli, workdir, read_only):
     assert sorted(p.name for p in workdir.iterdir()) == ["sdpa.py"]
 
 
+def test_reset_of_a_linked_file_replaces_the_link_never_its_target(cli, workdir, tmp_path):
+    """sdpa.py is a symlink (a starter repo can ship one pointing anywhere: ~/.bashrc): reset (and serve's Convert to
+    UTF-8, the same write) puts the stub in place of the link, keeps the content as a backup, and leaves the target
+    as it was (it wrote the stub through the link, into the target)."""
+    assert cli("start", "sdpa").code == 0
+    target = tmp_path / "elsewhere" / "bashrc"
+    target.parent.mkdir()
+    target.write_text("export PATH=$HOME/bin:$PATH\n")
+    (workdir / "sdpa.py").unlink()
+    (workdir / "sdpa.py").symlink_to(target)
+    r = cli("reset", "sdpa")
+    assert r.code == 0, r.text
+    assert target.read_text() == "export PATH=$HOME/bin:$PATH\n"
+    assert not (workdir / "sdpa.py").is_symlink() and "def scaled_dot_product_attention" in (workdir / "sdpa.py").read_text()
+    backups = [p for p in workdir.iterdir() if ".bak-" in p.name]
+    assert len(backups) == 1 and backups[0].read_text() == target.read_text()
+    assert sorted(p.name for p in workdir.iterdir() if p.name.startswith(".")) == []
+
+
 def test_reset_of_a_read_only_file_keeps_a_copy(cli, workdir, read_only):
     assert cli("start", "sdpa").code == 0
     mine = (workdir / "sdpa.py").read_text() + "# my work\n"

@@ -6,6 +6,7 @@ whatever is replaced is first copied to ``<file>.bak-<timestamp>`` beside it.
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from dataclasses import dataclass
@@ -99,7 +100,16 @@ def write_stub(spec: ProblemSpec, path: Path, *, force: bool = False, text: str 
                              "Make the folder writable, or copy your file elsewhere first.") from None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        if path.is_symlink():  # the link is replaced, never written through: its target may be any file of yours
+            tmp = path.with_name(f".{path.name}.torchcode-stub")
+            try:
+                tmp.write_text(text, encoding="utf-8")
+                os.replace(tmp, path)
+            except OSError:
+                tmp.unlink(missing_ok=True)
+                raise
+        else:
+            path.write_text(text, encoding="utf-8")
     except OSError as e:
         kept = f"; a copy of your file is at {old}" if old else ""
         raise UsageError(f"cannot write {path}: {e.strerror}{kept}") from None
