@@ -634,3 +634,29 @@ def test_a_zip_whose_member_name_is_not_the_utf8_it_claims_is_a_usage_error(cli,
             "--workers", "1", "--device", "cpu")
     assert r.code == 2, (r.out, r.err)
     assert "cannot be read as a zip" in r.err and "Traceback" not in r.err, r.err
+
+
+@needs_confinement
+def test_a_helper_linked_to_the_reference_or_the_cases_is_out_of_reach(grader, catalog, tmp_path):
+    """Helper modules beside a submission are importable (its folder is readable), but a symlink there leads
+    nowhere protected: the reference and the hidden cases stay unreadable through it, as imports and as files."""
+    spec = catalog.get("sdpa")
+    (tmp_path / "reference.py").symlink_to(spec.solution_path)
+    (tmp_path / "hidden.py").symlink_to(spec.cases_path)
+    (tmp_path / "sdpa.py").write_text(
+        "import os\n"
+        "seen = []\n"
+        "for name in ('reference.py', 'hidden.py'):\n"
+        "    try:\n"
+        "        open(os.path.join(os.path.dirname(__file__), name), 'rb').read(1)\n"
+        "        seen.append('read')\n"
+        "    except PermissionError:\n"
+        "        seen.append('denied')\n"
+        "try:\n"
+        "    from reference import scaled_dot_product_attention\n"
+        "except PermissionError:\n"
+        "    seen.append('import denied')\n"
+        "raise RuntimeError('links: ' + ','.join(seen))\n")
+    report = grader.grade(spec, tmp_path / "sdpa.py")
+    assert report.verdict.value == "runtime_error" and "links: denied,denied,import denied" in report.message, \
+        report.message
