@@ -660,3 +660,26 @@ def test_a_helper_linked_to_the_reference_or_the_cases_is_out_of_reach(grader, c
     report = grader.grade(spec, tmp_path / "sdpa.py")
     assert report.verdict.value == "runtime_error" and "links: denied,denied,import denied" in report.message, \
         report.message
+
+
+@needs_confinement
+def test_a_notebook_started_in_the_root_folder_opens_nothing_protected(grader, catalog, tmp_path):
+    """Helpers are imported from the notebook's folder (Limits.imports_from, as the Jupyter magic sets it): a Jupyter
+    started in `/` (a container's default) made `/` readable, and with it the references, the hidden cases and the
+    progress store. `/`, the home directory's parents and /tmp are never opened up: only the file."""
+    spec = catalog.get("sdpa")
+    (tmp_path / "sdpa.py").write_text(
+        "seen = []\n"
+        f"for path in ({str(spec.solution_path)!r}, {str(spec.cases_path)!r}):\n"
+        "    try:\n"
+        "        open(path, 'rb').read(1)\n"
+        "        seen.append('read')\n"
+        "    except PermissionError:\n"
+        "        seen.append('denied')\n"
+        "raise RuntimeError('protected: ' + ','.join(seen))\n")
+    grader.limits = Limits(imports_from=["/"])
+    try:
+        report = grader.grade(spec, tmp_path / "sdpa.py")
+    finally:
+        grader.limits = Limits()
+    assert report.verdict.value == "runtime_error" and "protected: denied,denied" in report.message, report.message

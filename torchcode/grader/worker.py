@@ -217,18 +217,24 @@ def _list_for_imports(folder: str) -> None:
         return
 
 
+SHARED_TEMP = {"/tmp", "/var/tmp", os.path.realpath("/tmp"), os.path.realpath("/var/tmp")}
+
+
 def _confine(config: dict) -> dict:
     """The kernel's confinement (Landlock, seccomp). Returns what is in force."""
     from torchcode.grader import confine
 
     learner, protected = config["path"], config["protected"]
     readable = [learner]
+    home = os.path.realpath(os.path.expanduser("~"))
     for folder in import_folders(config):  # `import myhelpers` works from these, as in plain Python
-        if not any(q == folder or q.startswith(folder + "/") for q in protected):
+        if confine._under(home, folder) or folder in SHARED_TEMP:
+            # the home directory, one of its parents (`/`: a notebook started there, a file at /sdpa.py) or the
+            # temporary directory itself: never opened up, only the file (every protected tree is under `/`)
+            continue
+        if not any(confine._under(q, folder) for q in protected):
             readable.append(folder)
             continue
-        if folder == os.path.realpath(os.path.expanduser("~")):
-            continue  # the home directory itself (the store in ~/.local): never opened up, only the file
         # the folder holds a protected tree (the progress store: TORCHCODE_HOME inside it, or a learner working
         # in ~): its other entries stay readable, and the import system lists it now (it may not list it once
         # confined: that would show the protected tree's name only, never its files)
