@@ -22,6 +22,12 @@ def test_a_detached_cache_is_named_as_a_gradient_only_bug(grader, catalog):
                        and ".detach()" in c.message for c in bad), report.message
 
 
+def test_a_wrong_hand_written_backward_is_named(grader, catalog):
+    report = grade_all_dtypes(grader, catalog, "repeat_kv", "function_grad_of_first_copy")
+    assert report.verdict.value == "wrong_answer", report.message
+    assert "only the gradients are not" in report.message and "torch.autograd.Function" in report.message, report.message
+
+
 @pytest.mark.parametrize("pid,name,words", [
     ("cross_attention", "memory_projected_once", "another memory x_kv gave the same output"),
     ("mha", "keys_cached_by_shape", "other keys/values gave the same output"),

@@ -67,6 +67,22 @@ def own_score_below_float16_range(rng):
     return Case(steps=[Call(Q, K, V)], grad=False)
 
 
+@case(targets="a long sequence (300 tokens): positions must be counted exactly; bfloat16 holds whole numbers exactly "
+              "only up to 256 (257 rounds to 256, so a token would see the next one): build positions with an "
+              "integer torch.arange, not in the inputs' dtype",
+      dtypes=("bfloat16",))  # float32 and float16 count exactly that far: only bfloat16 can show it
+def long_sequence_positions(rng):
+    B, S, D, t = 1, 300, 4, 256
+    Q, K, V = (rng.randn(B, S, D) for _ in range(3))
+    u = rng.randn(B, D)
+    u = u / u.norm(dim=-1, keepdim=True)
+    Q[:, t], K[:, t + 1] = 4 * u, 8 * u  # token 256's score on token 257 is 16: it would dominate if it were seen
+    V2 = V.clone()
+    V2[:, t + 1:] = rng.randn(B, S - t - 1, D)
+    return Case(steps=[Call(Q, K, V), Call(Q, K, V2)], grad=False,  # forward only: the mask is what it tests
+                checks=[Same(Out(1)[:, : t + 1], Out(0)[:, : t + 1], FUTURE.format(t=t))])
+
+
 @case(targets="a short sequence, then a longer one: nothing sized by the first call may be reused")
 def growing_length(rng):  # 16: longer than every other case, so a table sized by any earlier call is too small
     return Case(steps=[Call(*(rng.randn(2, 4, 8) for _ in range(3))), Call(*(rng.randn(2, 16, 8) for _ in range(3)))])

@@ -67,7 +67,8 @@ def mha_flash(rng):
     return future_check(rng, config(hidden=32, heads=4, kv=None, flash=True), 8, B=2, S=6, t=2)
 
 
-@case(targets="prefill, then decode steps with past_key_value == one full forward")
+@case(targets="prefill, then decode steps with past_key_value == one full forward; each call's (cos, sin) hold the rows "
+              "of its own tokens only (already offset by the cache length): apply them as given, never slice them again")
 def prefill_then_decode(rng):
     return chunks_then_full(rng, config(), 8, B=2, sizes=[5, 1, 1])
 

@@ -365,8 +365,9 @@ def _wrong_grad(res: CaseResult, m: Mismatch, dtype: torch.dtype | None) -> Case
     """Gradients are compared only once every output matched: say so, and where such bugs come from."""
     _wrong(res, m)
     res.message += (". Your outputs are right, only the gradients are not: look for a value cut off from autograd "
-                    "(.detach(), .data, torch.no_grad(), a returned cache detached) or a torch.where whose unused "
-                    "branch is inf or NaN (its gradient is then NaN)")
+                    "(.detach(), .data, torch.no_grad(), a returned cache detached), a hand-written backward (a "
+                    "torch.autograd.Function: compare it with torch.autograd.gradcheck on small float64 inputs), or "
+                    "a torch.where whose unused branch is inf or NaN (its gradient is then NaN)")
     if dtype in (torch.float16, torch.bfloat16):
         name = str(dtype).removeprefix("torch.")
         res.message += (f"; or, if this case passes in float32, a step of your backward that leaves {name}'s range or "

@@ -4,7 +4,7 @@
 import torch
 from torch import nn
 
-MAX_POSITIONS = 64
+MAX_POSITIONS = 1024  # GPT-2's n_positions
 bias = torch.tril(torch.ones((MAX_POSITIONS, MAX_POSITIONS), dtype=torch.bool)).view(1, MAX_POSITIONS, MAX_POSITIONS)
 
 
