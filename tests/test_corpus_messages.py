@@ -22,6 +22,12 @@ def test_a_detached_cache_is_named_as_a_gradient_only_bug(grader, catalog):
                        and ".detach()" in c.message for c in bad), report.message
 
 
+def test_a_dtype_mismatch_says_which_dtype_to_use(grader, catalog):
+    report = grade_all_dtypes(grader, catalog, "kv_cache", "bias_hardcoded_float16")
+    assert report.verdict.value == "runtime_error", report.message
+    assert "Two tensors of different dtypes" in report.message and "dtype=x.dtype" in report.message, report.message
+
+
 def test_a_wrong_hand_written_backward_is_named(grader, catalog):
     report = grade_all_dtypes(grader, catalog, "repeat_kv", "function_grad_of_first_copy")
     assert report.verdict.value == "wrong_answer", report.message

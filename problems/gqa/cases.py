@@ -13,9 +13,9 @@ def grouped_8_2(rng):
     return gqa(rng, 64, 8, 2, B=2, S=7)
 
 
-@case(targets="num_kv_heads = 1 (multi-query attention)")
+@case(targets="num_kv_heads = 1 (multi-query attention), 3 query heads: a group size that is not a power of two")
 def mqa(rng):
-    return gqa(rng, 32, 4, 1, B=2, S=6)
+    return gqa(rng, 24, 3, 1, B=2, S=6)
 
 
 @case(targets="num_kv_heads = num_heads (plain multi-head attention)")

@@ -88,8 +88,10 @@ def judge_case(pol: GradingPolicy, p: Prepared, reply: dict, tensors: list[torch
                     res.verdict = Verdict.WRONG_ANSWER
                     res.message = (f"{_label(path, i, multi)} contains {t.tensor[tuple(idx)].item()} at {idx} where the "
                                    "expected value is finite. NaN/inf come from exp() of large scores (subtract each "
-                                   "row's maximum, or use torch.softmax) or from a row whose keys are all masked "
-                                   "(check which keys each query may see).")
+                                   "row's maximum, or use torch.softmax), from a row whose keys are all masked "
+                                   "(check which keys each query may see), or from reading memory outside the "
+                                   "tensor (torch.as_strided with strides that assume a contiguous input: take them "
+                                   "from x.stride()).")
                     return res
 
     # 3. the properties the variant is about, on the learner's own outputs

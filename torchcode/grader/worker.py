@@ -774,6 +774,13 @@ class Worker:
                     "each pair's two numbers side by side in memory. Your inputs may be non-contiguous (a transposed "
                     "tensor, a slice of a larger one: callers pass such tensors): call .contiguous() before viewing "
                     "them as complex numbers.", "stage": stage, "traceback": tb}
+        if isinstance(e, RuntimeError) and any(s in str(e) for s in (
+                "expected scalar type", "to have the same dtype", "expected both vectors to have same dtype",
+                "must have the same dtype")):
+            return {"kind": "runtime", "message": f"RuntimeError {stage}: {str(e)[:200]}. Two tensors of different "
+                    "dtypes met in one operation: something your code made (a mask, a bias, a table, a cast for the "
+                    "softmax) is not in the inputs' dtype. Create it with dtype=x.dtype or cast it back with "
+                    ".to(x.dtype); the grader also runs bfloat16 and float16 inputs.", "stage": stage, "traceback": tb}
         if isinstance(e, SystemExit):
             msg = f"your code called sys.exit({e.code!r}) {stage}"
         elif isinstance(e, KeyboardInterrupt):
