@@ -23,7 +23,7 @@ def test_a_detached_cache_is_named_as_a_gradient_only_bug(grader, catalog):
 
 
 def test_a_dtype_mismatch_says_which_dtype_to_use(grader, catalog):
-    report = grade_all_dtypes(grader, catalog, "kv_cache", "bias_hardcoded_float16")
+    report = grade_all_dtypes(grader, catalog, "sdpa", "bias_hardcoded_float16")
     assert report.verdict.value == "runtime_error", report.message
     assert "Two tensors of different dtypes" in report.message and "dtype=x.dtype" in report.message, report.message
 
