@@ -101,3 +101,54 @@ def test_validate_every_builtin_problem(cli):
     assert len(re.findall(r"^PASS \w+$", r.out, re.M)) == 12
     assert "reference on seed 0: accepted" in r.out and "stub graded: not_implemented" in r.out
     assert "not graded (--no-variants)" in r.out and "rejected:" not in r.out
+
+
+def _variant_of_good_attention(pack, pid: str, change) -> None:
+    """A copy of the fixture's good_attention as problem `pid` of `pack`, then one author's mistake made in it."""
+    src = PACK / "problems" / "good_attention"
+    folder = pack / "problems" / pid
+    shutil.copytree(src, folder)
+    toml = folder / "problem.toml"
+    toml.write_text(toml.read_text().replace('id = "good_attention"', f'id = "{pid}"'))
+    for sub, name in (("solutions", f"{pid}.py"), ("templates", f"{pid}.py.j2")):
+        (pack / sub).mkdir(exist_ok=True)
+        shutil.copy(PACK / sub / name.replace(pid, "good_attention"), pack / sub / name)
+    change(folder)
+
+
+def test_validate_names_an_authors_slips_in_their_terms(cli, tmp_path):
+    """Mistakes a new author makes, each said with the file, what is wrong and the fix, never a traceback: a
+    misspelt problem.toml field (it silently kept the default time limit), a Call keyword the entry point does
+    not take (it was a TypeError blamed on the reference), a known-wrong file with no '# expect:' line (any
+    rejection passed, a typo included) and a missing statement.md (said twice, the second time as the template's)."""
+    pack = tmp_path / "pack"
+
+    def edit(path, old, new):
+        text = path.read_text()
+        assert old in text, (path, old)
+        path.write_text(text.replace(old, new))
+
+    _variant_of_good_attention(pack, "field_typo", lambda f: edit(f / "problem.toml", "time_limit =", "time_limt ="))
+    _variant_of_good_attention(pack, "keyword_typo", lambda f: edit(
+        f / "cases.py", "Call(rng.randn(1, 1, 8), rng.randn(1, 1, 8), rng.randn(1, 1, 8))",
+        "Call(rng.randn(1, 1, 8), rng.randn(1, 1, 8), v=rng.randn(1, 1, 8))"))
+
+    def two_slips(folder):
+        edit(folder / "wrong" / "missing_scale.py", "# expect: wrong_answer\n", "")
+        (folder / "statement.md").unlink()
+
+    _variant_of_good_attention(pack, "two_slips", two_slips)
+    r = cli("validate", "--problems-dir", str(pack), "--seeds", "1")
+    assert r.code == 1 and "Traceback" not in r.text, r.text
+    out = " ".join(r.out.split())
+    assert "3 of 3 problems failed validation" in out, r.out
+    field = _part(r.out, "field_typo")
+    assert "field 'grading.time_limt': is not a field torchcode knows" in field and "did you mean `time_limit`?" in field
+    keyword = " ".join(_part(r.out, "keyword_typo").split())
+    assert ("case 'single_token' (step 0) passes `v=`, which good_attention does not take: its parameters are "
+            "(Q, K, V)") in keyword and "fix: did you mean `V=`?" in keyword and "solutions/" not in keyword, keyword
+    expect = " ".join(_part(r.out, "two_slips").split())
+    assert "missing_scale.py has no '# expect: VERDICT' line" in expect and "e.g. '# expect: wrong_answer'" in expect
+    statement = " ".join(_part(r.out, "two_slips").split())
+    assert statement.count("statement.md") == 2 and "fix the template" not in statement, statement  # what, and file:
+    assert "cannot read the statement" in statement and "fix: add statement.md to the problem folder" in statement

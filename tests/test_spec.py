@@ -48,6 +48,11 @@ def test_good_spec_loads(tmp_path):
     (lambda t: t.replace('params = ["x"]', 'params = ["x y"]'), "entry.params[0]", "identifier"),
     (lambda t: t.replace('title = "Toy"', "title = 3"), "title", "must be str"),
     (lambda t: t + '\n[rules]\nallowed = ["torch.exp"]\n', "rules.allowed", "not forbidden by default"),
+    # a misspelt key would silently keep the default (a time limit, a tolerance): named, with the likely field
+    (lambda t: t + "\n[grading]\ntime_limt = 30\n", "grading.time_limt", "did you mean `time_limit`?"),
+    (lambda t: t.replace('title = "Toy"', 'title = "Toy"\nsumary = "s"'), "sumary", "did you mean `summary`?"),
+    (lambda t: t.replace('params = ["x"]', 'params = ["x"]\ndtypes = ["float32"]'), "entry.dtypes",
+     "belongs under [grading]"),
 ])
 def test_bad_field_is_named(tmp_path, change, field, words):
     folder = make_pack(tmp_path, change(GOOD))

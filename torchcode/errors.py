@@ -39,6 +39,7 @@ class SpecError(TorchcodeError):
         super().__init__(msg)
         self.path = path
         self.field = field
+        self.problem, self.fix = problem, fix  # the parts, for `validate`'s own what / file / fix lines
 
 
 class UsageError(TorchcodeError):

@@ -24,8 +24,10 @@ from pathlib import Path
 
 from torchcode.catalog import Catalog, ProblemSpec
 from torchcode.errors import SpecError
+from torchcode.grader.result import Verdict
 
 EXPECT = re.compile(r"^#\s*expect:\s*(\w+)", re.M)
+VERDICTS = tuple(v.value for v in Verdict if v is not Verdict.NOT_RUN)
 
 
 @dataclass
@@ -95,8 +97,15 @@ def validate_problem(spec: ProblemSpec, grader, seeds: tuple[int, ...] = (0, 1, 
     try:
         _validate(v, spec, grader, seeds, variants)
     except SpecError as e:  # the reference or the cases broke while grading
-        v.add("reference", False, str(e), e.path, "fix the file named above")
+        _failed(v, "reference", e, "fix the file named above")
     return v
+
+
+def _failed(v: ProblemValidation, check: str, e: SpecError, fix: str) -> None:
+    """A SpecError as one item: what is wrong (with its field), the file, and the error's own fix when it has one."""
+    what = (f"field '{e.field}': " if e.field else "") + e.problem
+    own = e.fix.replace(" (run `torchcode validate` on the problem)", "")  # said for `check`; this is validate
+    v.add(check, False, what, e.path, own or fix)
 
 
 def _validate(v: ProblemValidation, spec: ProblemSpec, grader, seeds: tuple[int, ...], variants: bool) -> None:
@@ -114,7 +123,7 @@ def _validate(v: ProblemValidation, spec: ProblemSpec, grader, seeds: tuple[int,
         v.add("files", bool(text.strip()), "statement.md renders" if text.strip() else "statement.md is empty",
               spec.statement_path, "" if text.strip() else "write the statement")
     except SpecError as e:
-        v.add("files", False, str(e), spec.statement_path, "add statement.md")
+        _failed(v, "files", e, "add statement.md")
     empty = [i + 1 for i, h in enumerate(spec.hints) if not h.strip()]
     v.add("files", not empty, f"{len(spec.hints)} hints, none empty" if not empty else f"hints {empty} are empty",
           spec.folder / "problem.toml", "" if not empty else "write every hint")
@@ -122,7 +131,8 @@ def _validate(v: ProblemValidation, spec: ProblemSpec, grader, seeds: tuple[int,
     try:
         stub_text = render_stub(spec)
     except SpecError as e:
-        v.add("files", False, str(e), spec.template_path, "fix the template")
+        if Path(e.path) != spec.statement_path:  # a missing statement is said once, above
+            _failed(v, "files", e, "fix the template")
     if stub_text is not None:
         problem = stub_interface_problem(stub_text, spec)
         v.add("files", problem is None, problem or f"stub defines {spec.entry.signature()}", spec.template_path,
@@ -135,7 +145,7 @@ def _validate(v: ProblemValidation, spec: ProblemSpec, grader, seeds: tuple[int,
     try:
         problem = grader.problem(spec)
     except SpecError as e:
-        v.add("reference", False, str(e), e.path, "fix the file named above")
+        _failed(v, "reference", e, "fix the file named above")
         return
 
     # 3. the stub is not implemented
@@ -178,6 +188,12 @@ def _validate(v: ProblemValidation, spec: ProblemSpec, grader, seeds: tuple[int,
     every_dtype = list(spec.grading.dtypes)
     for path in wrong:
         want = expected_verdict(path)
+        if want not in VERDICTS:  # without it, any rejection passed: a mutant rejected for a typo proved nothing
+            v.add("variants", False, f"{path.name} has no '# expect: VERDICT' line" if want is None else
+                  f"{path.name} declares '# expect: {want}', which is not a verdict", path,
+                  f"start it with the verdict its mistake should get, e.g. '# expect: wrong_answer' "
+                  f"(verdicts: {', '.join(x for x in VERDICTS if x != 'accepted')})")
+            continue
         r = grader.grade(spec, path, seed=seeds[0])
         if r.passed and list(r.dtypes) != every_dtype:
             # a mistake only half precision shows (an overflow, a float32 result): graded as a GPU grades by default
@@ -254,7 +270,7 @@ def validate(catalog: Catalog, ids: list[str], grader, seeds: tuple[int, ...] = 
         if pid in catalog.broken:
             err = catalog.broken[pid]
             pv = ProblemValidation(pid)
-            pv.add("spec", False, str(err), err.path, "fix the field named above")
+            _failed(pv, "spec", err, "fix the field named above")
             results.append(pv)
             continue
         results.append(validate_problem(catalog.get(pid), grader, seeds, variants))

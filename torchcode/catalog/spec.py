@@ -30,6 +30,15 @@ ALWAYS_FORBIDDEN = (
 )
 _ID = re.compile(r"^[a-z][a-z0-9_]*$")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# every field format 1 knows, by table ("" is the top level): any other key is a typo, never ignored
+FIELDS = {
+    "": ("format", "id", "title", "difficulty", "order", "topic", "tags", "summary", "hints",
+         "entry", "rules", "grading", "bench"),
+    "entry": ("kind", "name", "params", "init", "parameters"),
+    "rules": ("forbidden", "allowed"),
+    "grading": ("time_limit", "factor", "floor", "dtypes"),
+    "bench": ("cpu", "cuda"),
+}
 
 
 @dataclass(frozen=True)
@@ -162,8 +171,33 @@ class _Validator:
                 self.fail(f"{field}[{i}]", f"{item!r} is not a Python identifier", "use the exact parameter name")
         return tuple(value)
 
+    def unknown_fields(self) -> None:
+        """A misspelt key (`time_limt`) would silently keep the default: name it and the field it may mean."""
+        import difflib
+
+        for table, known in FIELDS.items():
+            values = self.raw if not table else self.raw.get(table)
+            if not isinstance(values, dict):
+                continue
+            for key in values:
+                if key in known:
+                    continue
+                where = f"{table}.{key}" if table else key
+                close = difflib.get_close_matches(key, known, n=1)
+                elsewhere = [t for t, names in FIELDS.items() if t != table and key in names]
+                if elsewhere:
+                    fix = (f"`{key}` belongs under [{elsewhere[0]}]" if elsewhere[0] else
+                           f"move `{key}` above the first [table] header: TOML files it under [{table}] where it "
+                           "is now")
+                elif close:
+                    fix = f"did you mean `{close[0]}`?"
+                else:
+                    fix = f"remove it; the fields{' of [' + table + ']' if table else ''} are: {', '.join(known)}"
+                self.fail(where, "is not a field torchcode knows", fix)
+
     def spec(self) -> ProblemSpec:
         raw = self.raw
+        self.unknown_fields()
         fmt = self.get(raw, "format", int, "format", fix="add `format = 1` at the top")
         if fmt not in FORMAT_VERSIONS:
             self.fail("format", f"version {fmt} is not supported (this torchcode reads {list(FORMAT_VERSIONS)})",

@@ -49,7 +49,9 @@ def _import_file(path: Path, name: str, what: str):
     try:
         spec.loader.exec_module(module)
     except Exception as e:  # noqa: BLE001 - author errors become one clear message
-        raise SpecError(path, None, f"the {what} failed to import: {type(e).__name__}: {e}") from None
+        lines = [f.lineno for f in traceback.extract_tb(e.__traceback__) if Path(f.filename).resolve() == path.resolve()]
+        where = f" (line {lines[-1]})" if lines and not isinstance(e, SyntaxError) else ""  # a SyntaxError says it
+        raise SpecError(path, None, f"the {what} failed to import: {type(e).__name__}: {e}{where}") from None
     return module
 
 
@@ -125,6 +127,7 @@ class Problem:
             c.grad = False  # a value kept from an earlier call shows in the outputs; half the cost without backward
         low = protocol.DTYPES[dtype]
         spec = self.spec
+        _check_names(spec, c)
         if not spec.entry.is_module and any(s.new_instance for s in c.steps):
             raise SpecError(spec.cases_path, None, f"case '{c.name}' uses Call(...).fresh(), which only module problems "
                             "can use (a function has no instance)", "remove .fresh()")
@@ -249,6 +252,32 @@ class Problem:
         if wrong and res.verdict is not Verdict.CRASHED:
             res.verdict, res.message, res.mismatch = Verdict.BAD_INTERFACE, wrong, None
         return res
+
+
+def _check_names(spec: ProblemSpec, c: caseapi.Case) -> None:
+    """A Call or an init naming an argument the entry point does not take (a typo: `slope` for `slopes`) is the
+    case's mistake, said in the author's terms, not a TypeError blamed on the reference."""
+    import difflib
+
+    e = spec.entry
+    where = f"{e.name}.forward" if e.is_module else e.name
+    given = [(f"step {i}", where, e.params, len(s.args), s.kwargs) for i, s in enumerate(c.steps)]
+    if e.is_module and isinstance(c.init, dict):
+        given.append(("init", f"{e.name}.__init__", e.init, 0, c.init))
+    for step, fn, names, positional, kwargs in given:
+        if positional > len(names):
+            raise SpecError(spec.cases_path, None, f"case '{c.name}' ({step}) passes {positional} arguments to {fn}, "
+                            f"which takes {len(names)}: ({', '.join(names)})", "pass one value per parameter of "
+                            "[entry] in problem.toml")
+        for key in kwargs:
+            if key not in names:
+                close = [n for n in names if n.lower() == key.lower()] or difflib.get_close_matches(key, names, n=1)
+                raise SpecError(spec.cases_path, None, f"case '{c.name}' ({step}) passes `{key}=`, which {fn} does not "
+                                f"take: its parameters are ({', '.join(names)})",
+                                f"did you mean `{close[0]}=`?" if close else "use the names of [entry] in problem.toml")
+            if names.index(key) < positional:
+                raise SpecError(spec.cases_path, None, f"case '{c.name}' ({step}) passes `{key}` both by position "
+                                f"and as `{key}=`", "pass it once")
 
 
 def _required(fn, names: tuple[str, ...], skip_self: bool) -> int:
