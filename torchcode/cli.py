@@ -267,7 +267,7 @@ def serve(directory: Annotated[Optional[Path], typer.Argument(
 @app.command()
 def grade(submissions: Annotated[Path, typer.Argument(help="A folder with one folder per student holding PROBLEM.py files, or a zip of it.")],
           out: Annotated[Path, typer.Option("--out", "-o", help="Where grades.csv, grades.json, feedback/ and the gradebook go.")] = Path("grades"),
-          problems: Annotated[Optional[list[str]], typer.Option("--problems", help="Grade only these problems: ids or the numbers `torchcode list` prints (repeatable, or separated by commas or spaces; default: all).")] = None,
+          problems: Annotated[Optional[list[str]], typer.Option("--problems", help="Grade only these problems: ids or the numbers `torchcode list` prints (repeatable, or separated by commas or spaces; default: every problem some student submitted).")] = None,
           workers: Annotated[Optional[int], typer.Option(help="Warm grading sessions in parallel (default: one per core; with --ray, actors).")] = None,
           seed: Annotated[Optional[int], typer.Option(help="The seed of the hidden inputs, the same for every student (default: the gradebook's, else random).")] = None,
           feedback: Annotated[str, typer.Option(help="Per-student feedback files: full (what check shows), summary (verdicts only) or none.")] = "full",

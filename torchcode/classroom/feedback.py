@@ -47,7 +47,8 @@ class Entry:
         r = self.row
         d = {"student": self.student, "problem": self.problem, "verdict": self.verdict,
              "cases_passed": r.passed if r else 0, "cases_total": r.total if r else "",
-             "score": r.score if r else 0.0, "seconds": round(r.seconds, 3) if r else "",
+             # not graded (the grader failed, or the run was stopped) has no score: never a zero to post
+             "score": r.score if r else (0.0 if self.verdict == MISSING else ""), "seconds": round(r.seconds, 3) if r else "",
              "sha256": r.sha256 if r else self.sha256}
         if bench:
             b = (r.bench if r else None) or {}

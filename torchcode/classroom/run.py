@@ -59,6 +59,11 @@ def run(opts: Options, cat: Catalog, con: Console) -> int:
         if not found.submissions:
             raise UsageError(f"no submissions in {opts.submissions}: it should hold one folder per student with "
                              f"PROBLEM.py files for {', '.join(problems)} (the files `torchcode start` writes)")
+        if not opts.problems:  # the assignment is what the class handed in, not every problem of the course
+            handed_in = {s.problem for s in found.submissions}
+            problems = [p for p in problems if p in handed_in]
+            con.print(f"Grading the problems the class submitted: {', '.join(problems)} (--problems names the "
+                      "assignment; a problem no one submitted then counts as missing for everyone)", highlight=False)
         # a submission may read none of the class's files but its own, nor the gradebook and feedback
         opts.limits.protect = sorted({str(p.resolve()) for p in (found.root, opts.submissions, opts.out)})
         with Gradebook(opts.out) as book:
@@ -121,8 +126,13 @@ def _grade(opts: Options, cat: Catalog, con: Console, book: Gradebook, found: Di
                 fb.write_all(opts.out, entries, seed=seed, problems=problems, unknown=found.unknown,
                              feedback=opts.feedback, bench=opts.bench, status=status)
     fb.summary(con, entries, problems, bench=opts.bench)
+    same: dict[tuple[str, str], list[str]] = {}  # one cause (a broken problem) said once, with whom it concerns
     for (student, problem), why in sorted(errors.items()):
-        con.print(f"not graded: {inert(student)}/{problem}.py: {inert(why)}", highlight=False, markup=False)
+        same.setdefault((problem, why), []).append(student)
+    for (problem, why), students in same.items():
+        who = (f"{inert(students[0])}/{problem}.py" if len(students) == 1 else f"{len(students)} submissions of "
+               f"{problem} ({', '.join(inert(s) for s in students[:3])}{', ...' if len(students) > 3 else ''})")
+        con.print(f"not graded: {who}: {inert(why)}", highlight=False, markup=False)
     con.print(f"Wrote {opts.out / 'grades.csv'}, grades.json"
               + (f" and feedback/ ({opts.feedback})" if opts.feedback != "none" else "")
               + f". Seed {seed}: rerun with --seed {seed} to grade on the same hidden inputs.", highlight=False, markup=False)
