@@ -25,6 +25,14 @@ def test_new_scaffolds_a_problem_that_validates(cli, workdir):
     # the new problem is served like a built-in one
     r = cli("start", "alibi_layer", "--problems-dir", ".")
     assert r.code == 0 and "class AlibiLayer(nn.Module)" in (workdir / "alibi_layer.py").read_text()
+    # the next commands need the pack too: start says so, and a check without it says why, not "no problem named"
+    said = " ".join(r.out.split())
+    assert f"then run torchcode check --problems-dir {workdir.resolve()}." in said, r.out
+    assert f"every command needs it, with --problems-dir or once for this shell: export TORCHCODE_PROBLEMS={workdir.resolve()}" in said
+    r = cli("check")
+    assert r.code == 2 and "Traceback" not in r.err, r.text
+    assert ("alibi_layer was started in this directory from a problem pack this command was not given: add "
+            "--problems-dir PACK") in " ".join(r.err.split()), r.err
     r = cli("check", "alibi_layer", "--problems-dir", ".")
     assert r.code == 1 and "Not implemented" in r.out
     assert cli("new", "alibi").code == 2  # never overwrites

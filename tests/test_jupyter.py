@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import FIXTURES, ROOT
 
 
 
@@ -100,6 +100,20 @@ def test_start_notebook_writes_statement_stub_and_scratch(cli, workdir):
     assert not (workdir / "gqa.py").exists()
     r = cli("start", "gqa", "--notebook")  # never overwritten silently
     assert r.code == 2 and "already exists" in r.err
+
+
+def test_a_notebook_of_a_pack_problem_grades_in_jupyter(cli, workdir, torchcode_home, jupyter_env):
+    """`start ID --notebook --problems-dir PACK`: the notebook names the pack for its kernel (and the kernel's grading
+    session), so its cells grade without the learner setting anything (it said "no problem named 'good_attention'")."""
+    pack = FIXTURES / "course_pack"
+    assert cli("start", "good_attention", "--notebook", "--problems-dir", str(pack)).code == 0
+    nb = nbformat.read(workdir / "good_attention.ipynb", as_version=4)
+    assert any(c.source == f"%env TORCHCODE_PROBLEMS={pack.resolve()}\n%load_ext torchcode" for c in nb.cells)
+    nb.cells.append(_code("%%torchcode good_attention\n" + (pack / "solutions" / "good_attention.py").read_text()))
+    _execute(nb, workdir)
+    stub, solved = [c for c in nb.cells if c.source.startswith("%%torchcode good_attention")]
+    assert "Not implemented yet" in _text(stub), _text(stub)
+    assert "Accepted" in _text(solved), _text(solved)
 
 
 def test_notebook_wrong_then_fixed_then_status(cli, workdir, torchcode_home, jupyter_env):

@@ -70,7 +70,16 @@ def problem_or_last(cat: Catalog, st: Store, problem: str | None, command: str) 
     if last is None:
         raise UsageError(f"nothing has been started in this directory: name the problem, "
                          f"`torchcode {command} PROBLEM` (see `torchcode list`)")
-    return cat.get(last[0])
+    return _started(cat, last[0], command)
+
+
+def _started(cat: Catalog, pid: str, command: str) -> ProblemSpec:
+    """The problem started last here; one from a pack this command was not given is said so, not 'no problem'."""
+    if cat.find(pid) is None:
+        raise UsageError(f"{pid} was started in this directory from a problem pack this command was not given: "
+                         f"add --problems-dir PACK (`torchcode {command} --problems-dir PACK`), or once for this "
+                         "shell: export TORCHCODE_PROBLEMS=PACK")
+    return cat.get(pid)
 
 
 def resolve_target(cat: Catalog, st: Store, target: str | None, problem: str | None,
@@ -96,7 +105,7 @@ def resolve_target(cat: Catalog, st: Store, target: str | None, problem: str | N
         if last is None:
             raise UsageError("nothing has been started in this directory. Run `torchcode start PROBLEM`, or name "
                              f"what to {command}: `torchcode {command} PROBLEM` or `torchcode {command} FILE --problem PROBLEM`.")
-        return cat.get(last[0]), Path(last[1])
+        return _started(cat, last[0], command), Path(last[1])
     as_path = Path(target)
     if as_path.is_dir():
         raise UsageError(_a_folder(cat, as_path, target, command))

@@ -34,9 +34,27 @@ def start(problem: str, file: Path | None, force: bool, problems_dirs: list[Path
     if written.backup:
         echo(f"Backed up the old file to {display_path(written.backup)}")
     echo(f"Wrote {style(display_path(path), bold=True)}: {spec.title} ({spec.difficulty}).")
-    echo(f"Implement {style(spec.entry.name, bold=True)}, then run {style('torchcode check', bold=True)}."
-               f" Stuck? {style(f'torchcode hint {spec.id}', bold=True)}")
+    pack = _pack_only_named_here(spec, problems_dirs)
+    extra = f" --problems-dir {pack}" if pack else ""
+    echo(f"Implement {style(spec.entry.name, bold=True)}, then run {style('torchcode check' + extra, bold=True)}."
+               f" Stuck? {style(f'torchcode hint {spec.id}{extra}', bold=True)}")
+    if pack:  # without it, the next `check` said "no problem named ..."
+        echo(f"{spec.id} comes from the problem pack {pack}: every command needs it, with --problems-dir or once "
+             f"for this shell: export TORCHCODE_PROBLEMS={pack}")
     return 0
+
+
+def _pack_only_named_here(spec, problems_dirs: list[Path] | None) -> str | None:
+    """The pack (shell-quoted) a problem comes from when only this command line named it (not TORCHCODE_PROBLEMS)."""
+    import shlex
+
+    from torchcode.paths import extra_packs
+
+    pack = spec.pack.resolve()
+    from_env = {p.resolve() for p in extra_packs([])}
+    if pack in from_env or pack not in {Path(p).resolve() for p in problems_dirs or []}:
+        return None
+    return shlex.quote(str(pack))  # absolute: the export holds in any folder
 
 
 def _into_folder(file: Path | None, pid: str, suffix: str) -> Path:

@@ -24,7 +24,11 @@ def _cell(cell_id: str, kind: str, text: str) -> dict:
 
 
 def render_notebook(spec: ProblemSpec) -> str:
+    from torchcode.paths import builtin_pack
+
     e = spec.entry
+    pack = spec.pack.resolve()  # a problem from a pack: the notebook's kernel (and its grading session) needs it too
+    load = ("" if pack == builtin_pack().resolve() else f"%env TORCHCODE_PROBLEMS={pack}\n") + "%load_ext torchcode"
     about = (f"*{spec.difficulty}* · tags: {', '.join(spec.tags)} · implement `{e.signature()}`"
              + (f" · forbidden here: {', '.join(f'`{f}`' for f in spec.forbidden)}" if spec.forbidden else ""))
     how = (f"**How to work here.** Run the next cell once to load torchcode. Then fill in the cell after it and run "
@@ -36,7 +40,7 @@ def render_notebook(spec: ProblemSpec) -> str:
     cells = [
         _cell("statement", "markdown", f"{spec.statement().rstrip()}\n\n---\n{about}\n"),
         _cell("how-to", "markdown", how),
-        _cell("load", "code", "%load_ext torchcode"),
+        _cell("load", "code", load),
         _cell("solution", "code", f"{MAGIC} {spec.id}\n{stub.rstrip()}\n"),
         _cell("scratch", "code", ""),
     ]
