@@ -40,3 +40,21 @@ def test_nothing_is_said_where_the_reference_itself_is_far_off():
 def test_tiny_tensors_are_left_alone():
     gold = torch.linspace(-1, 1, 32, dtype=torch.float64)
     assert judge(gold * 1.02, gold, gold, torch.bfloat16) is None
+
+
+@pytest.mark.parametrize("low", [torch.bfloat16, torch.float16])
+def test_a_lean_that_changes_sign_from_slice_to_slice_is_caught(low):
+    """+4 epsilons on even heads (rows, features) and -4 on odd ones: the whole tensor leans neither way, every
+    slice does; honest rounding noise, slice by slice, does not."""
+    gen = torch.Generator().manual_seed(2)
+    gold = torch.randn(4, 16, 32, generator=gen, dtype=torch.float64)
+    eps = torch.finfo(low).eps
+    for dim in range(3):
+        shape = [1, 1, 1]
+        shape[dim] = gold.shape[dim]
+        sign = (1 - 2 * (torch.arange(gold.shape[dim]) % 2)).double().reshape(shape)
+        for wrong in (gold * (1 + 4 * eps * sign), gold + 4 * eps * sign * gold.abs().max()):
+            m = judge(wrong, gold, gold, low)
+            assert m is not None and m.bias_dim == dim and m.bad == 0, (dim, m)
+    noise = gold * (1 + eps * torch.randn(gold.shape, generator=gen, dtype=torch.float64))
+    assert judge(noise, gold, gold, low) is None

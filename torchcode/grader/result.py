@@ -58,6 +58,7 @@ class Mismatch:
     bad: int  # elements over the tolerance
     total: int
     bias: float | None = None  # low precision: the systematic relative error of a tensor whose elements each pass
+    bias_dim: int | None = None  # where the lean is per slice along a dimension (rms over the slices): that dimension
 
 
 @dataclass

@@ -344,6 +344,13 @@ def _structure_problem(got, gold, ref, label: str = "output", device: str = "cpu
 
 def _wrong(res: CaseResult, m: Mismatch) -> CaseResult:
     res.verdict, res.mismatch = Verdict.WRONG_ANSWER, m
+    if m.bias is not None and m.bias_dim is not None:
+        res.message = (f"{m.what} (shape {m.shape}) leans one way in some slices along dimension {m.bias_dim} and the "
+                       "other way in others: "
+                       f"each slice is off by a systematic {abs(m.bias):.2%} of its scale on average (each element alone "
+                       "is within this dtype's tolerance, but rounding leans neither way). Look for a scale or an offset "
+                       "that depends on the head, the row or the feature, used only in low precision")
+        return res
     if m.bias is not None:
         res.message = (f"{m.what} leans one way: it is off by a systematic {m.bias:+.2%} of its scale (each element "
                        "alone is within this dtype's tolerance, but rounding leans neither way). Look for a scale, an "
