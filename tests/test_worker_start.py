@@ -139,8 +139,14 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     return s.softmax(-1) @ V
 '''
 
+# the same, held in a shared anonymous mapping (Python's mmap.mmap(-1, n) is MAP_SHARED): the kernel counts such
+# pages as shared memory (RssShmem), beside the pages of mapped files that the watch leaves out
+SHARED_HOARDER = HOARDER.replace("import torch\n", "import mmap\n\nimport torch\n").replace(
+    "_kept.append(torch.ones(100_000_000))", "_kept.append(mmap.mmap(-1, 400 << 20)); _kept[-1][::4096] = b'x' * (100 << 10)")  # every page written
 
-def test_memory_is_bounded_where_no_address_space_limit_can_be_set(grader, catalog, tmp_path, monkeypatch):
+
+@pytest.mark.parametrize("source", [HOARDER, SHARED_HOARDER], ids=["anonymous", "shared_anonymous"])
+def test_memory_is_bounded_where_no_address_space_limit_can_be_set(grader, catalog, tmp_path, monkeypatch, source):
     """On CUDA the worker maps far more address space than it uses, so its memory limit cannot be an
     RLIMIT_AS: the grader watches the memory it holds from /proc instead, and kills it past the limit with
     a memory-limit verdict. The CPU stands in here for such a device: its address-space limit is left off."""
@@ -150,7 +156,7 @@ def test_memory_is_bounded_where_no_address_space_limit_can_be_set(grader, catal
 
     monkeypatch.setattr(judge, "bounds_address_space", lambda device: False)
     path = tmp_path / "hoard.py"
-    path.write_text(HOARDER)
+    path.write_text(source)
     old, grader.limits = grader.limits, Limits(device="cpu", memory_mb=300)
     try:
         report = grader.grade(catalog.get("sdpa"), path, seed=1)

@@ -270,19 +270,16 @@ def _tree_size(folder, most: int) -> tuple[int, int]:
     return size, count
 
 
-PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-
-
 def _resident_bytes(pid: int) -> int | None:
-    """The memory ``pid`` holds now (its resident set less the pages of files it maps: libraries CUDA loads
-    lazily are not the submission's), or None once it is gone."""
+    """The memory ``pid`` holds now: its anonymous pages and its shared memory (RssAnon + RssShmem: a
+    shared anonymous mapping, ``mmap.mmap(-1, n)``, is shared memory), never the pages of files it maps
+    (libraries CUDA loads lazily are not the submission's); None once it is gone."""
     try:
-        with open(f"/proc/{pid}/statm", "rb") as f:
-            fields = f.read().split()
-        return (int(fields[1]) - int(fields[2])) * PAGE_BYTES
-    except (OSError, ValueError, IndexError):
+        with open(f"/proc/{pid}/status", "rb") as f:
+            fields = dict(line.split(b":", 1) for line in f.read().splitlines() if b":" in line)
+        return sum(int(fields[k].split()[0]) for k in (b"RssAnon", b"RssShmem")) << 10  # in kB
+    except (OSError, ValueError, IndexError, KeyError):
         return None
-
 
 
 class WorkerProcess:
