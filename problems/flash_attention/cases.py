@@ -65,6 +65,17 @@ def all_scores_negative(rng):
     return tiled([Q, K, rng.randn(B, S, D)], block_size=8, grad=False)  # forward stability only
 
 
+@case(targets="every score near -100000, below float16's range: start the running max at -inf (or the minimum of "
+              "the scores' own dtype), not at float16's minimum -65504 in every dtype", dtypes=("float32", "bfloat16"))
+def all_scores_below_float16_range(rng):  # float16 cannot hold such scores
+    B, S, D = 2, 24, 16
+    u = rng.randn(B, 1, D)
+    u = u / u.norm(dim=-1, keepdim=True)  # a unit direction per batch element
+    Q = (2 * u).expand(B, S, D).clone()
+    K = -2e5 * u + rng.randn(B, S, D)  # every score is -100000 + (u . noise) / 2
+    return tiled([Q, K, rng.randn(B, S, D)], block_size=8, grad=False)  # forward stability only
+
+
 @case(targets="block_size = 1")
 def block_of_one(rng):
     return flash(rng, 1, 9, 4, block_size=1)
