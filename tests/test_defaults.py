@@ -201,3 +201,27 @@ def test_what_cannot_be_read_is_said_never_passed(problems):
     assert judged(functools.partial(right)) is None and judged(right) is None
     msg = defaults.reported_problem({defaults.UNREADABLE: "RuntimeError"}, p.spec.entry, p.reference)
     assert msg and "cannot be read (reading them raised RuntimeError)" in msg, msg
+
+
+def test_a_scripted_function_is_read_through_its_schema(problems):
+    """torch.jit.script makes a ScriptFunction (not a Python function): its defaults are in its schema, read there
+    (a correct scripted kernel was refused as unreadable), through torch's own getters bound at import."""
+    import torch
+
+    from torchcode.grader import defaults
+
+    p = problems["linear_attention"]
+
+    def right(Q, K, V, eps: float = 1e-6):
+        return V
+
+    def wrong(Q, K, V, eps: float = 1e-5):
+        return V
+
+    def judged(fn):
+        return defaults.reported_problem({"linear_attention": defaults.effective(fn, ("Q", "K", "V", "eps"))},
+                                         p.spec.entry, p.reference)
+
+    assert judged(torch.jit.script(right)) is None
+    msg = judged(torch.jit.script(wrong))
+    assert msg and "the default 1e-05 when it is called" in msg, msg

@@ -26,6 +26,8 @@ import types
 from builtins import (any, bool, dict, float, int, isinstance, len, list, range, staticmethod, str, tuple,  # noqa: A004
                       type, zip)
 
+from torch._C import Argument, FunctionSchema, ScriptFunction
+
 
 def problem(source: str | bytes, entry, reference) -> str | None:
     """What is wrong with the learner's defaults, in a sentence, or None. ``source``: the file's bytes
@@ -110,13 +112,17 @@ _FLOAT_REPR = float.__repr__
 _INT_REPR = int.__repr__
 _INT_BITS = int.bit_length
 _INT_LT = int.__lt__
+_SCRIPT_SCHEMA = ScriptFunction.__dict__["schema"].__get__  # torch.jit.script's functions: their types are settable
+_SCHEMA_ARGUMENTS = FunctionSchema.__dict__["arguments"].__get__
+_ARGUMENT_NAME = Argument.__dict__["name"].__get__
+_ARGUMENT_DEFAULT = Argument.__dict__["default_value"].__get__
 
 
 def effective(obj, names) -> dict:
     """The default a caller who leaves each of ``names`` out gets from ``obj``, as ``[kind, text]``
     (kind: float, int, bool, str or object): through partials (their bound keywords), bound methods and
     wrappers (``__wrapped__``, as functools.wraps and torch.compile leave it; a wrapper that names the
-    parameter with a default other than None decides). Read in the worker, on the learner's objects:
+    parameter with a default other than None decides) and torch.jit.script's functions (their schema). Read in the worker, on the learner's objects:
     nothing here calls the learner's code. Where the chain ends on an object none of those (a callable
     instance, a subclass of partial, a builtin), each name still pending is ``["unread", its type's name]``:
     what callers get there cannot be read, and the trusted side says so rather than passing it."""
@@ -154,6 +160,13 @@ def effective(obj, names) -> dict:
             obj = str_keyed(_FDICT(obj)).get("__wrapped__")
             if obj is None:
                 break
+        elif kind is ScriptFunction:  # torch.jit.script: its schema holds the defaults every call fills in
+            for arg in _SCHEMA_ARGUMENTS(_SCRIPT_SCHEMA(obj)):
+                n, value = _ARGUMENT_NAME(arg), _ARGUMENT_DEFAULT(arg)
+                if n in pending and value is not None:
+                    found[n] = _plain(value)
+                    pending.remove(n)
+            break
         else:
             if obj is not None:
                 for n in pending:
