@@ -146,10 +146,23 @@ def test_validate_names_an_authors_slips_in_their_terms(cli, tmp_path):
         (folder / "statement.md").unlink()
 
     _variant_of_good_attention(pack, "two_slips", two_slips)
+
+    def overflows_float16(folder):  # scores near 1e5: float16 (max 65504) overflows, float32 and bfloat16 do not
+        edit(folder / "problem.toml", "floor = 1e-5", 'floor = 1e-5\ndtypes = ["float32", "bfloat16", "float16"]')
+        (folder / "cases.py").write_text((folder / "cases.py").read_text() + (
+            "\n\n@case(targets='huge scores')\ndef huge(rng):\n"
+            "    return Case(steps=[Call(rng.randn(1, 8, 64, scale=100.0), rng.randn(1, 8, 64, scale=100.0), "
+            "rng.randn(1, 8, 64))], grad=False)\n"))
+
+    _variant_of_good_attention(pack, "overflows_float16", overflows_float16)
     r = cli("validate", "--problems-dir", str(pack), "--seeds", "1")
     assert r.code == 1 and "Traceback" not in r.text, r.text
     out = " ".join(r.out.split())
-    assert "3 of 3 problems failed validation" in out, r.out
+    assert "4 of 4 problems failed validation" in out, r.out
+    # the reference fails its own case in float16, as a GPU grades it (validate passed it: it graded float32 alone)
+    low = " ".join(_part(r.out, "overflows_float16").split())
+    assert "reference on seed 0 (float32, bfloat16, float16): wrong_answer in case huge [float16]" in low, low
+    assert "the case is ill-conditioned in that dtype" in low and "--seed 0 --dtype float16 --problems-dir" in low, low
     field = _part(r.out, "field_typo")
     assert "field 'grading.time_limt': is not a field torchcode knows" in field and "did you mean `time_limit`?" in field
     keyword = " ".join(_part(r.out, "keyword_typo").split())

@@ -240,7 +240,7 @@ def validate(problems: Annotated[Optional[list[str]], typer.Argument(metavar="[P
              seeds: Annotated[int, typer.Option(help="How many seeds the reference must pass on.")] = 3,
              no_variants: Annotated[bool, typer.Option(
                  "--no-variants", help="Do not grade the known-wrong and correct variants (a quick check while "
-                                       "writing cases; a problem is proved only with them).")] = False,
+                                       "writing cases; nor the reference in low precision; a problem is proved only with them).")] = False,
              problems_dir: PacksOpt = None):
     """Check problems: spec, statement, stub, reference on several seeds, known-wrong and correct variants, time."""
     from torchcode.commands import validate as cmd

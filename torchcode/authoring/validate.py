@@ -5,10 +5,11 @@ For each problem, in order (a failed step does not stop the others unless they n
   2. files     the statement renders, hints are non-empty, the stub renders with the exact
                entry point and a TODO marker
   3. stub      the stub, graded, is "not implemented"
-  4. reference the reference is accepted on several seeds, and the cases are deterministic
-  5. variants  every known-wrong submission is rejected (with its declared verdict; one that float32
+  4. reference the reference is accepted on several seeds (the first in every declared dtype, as a GPU
+               grades), and the cases are deterministic
+  5. variants  every known-wrong submission declares its verdict and is rejected with it (one that float32
                accepts is graded again in every declared dtype, as a GPU grades), every correct
-               alternative accepted; at least one of each exists
+               alternative accepted (the first seed in every declared dtype); at least one of each exists
   6. budget    every hidden case runs within half its time limit on the reference
 Returns plain data; rendering is elsewhere.
 """
@@ -28,6 +29,10 @@ from torchcode.grader.result import Verdict
 
 EXPECT = re.compile(r"^#\s*expect:\s*(\w+)", re.M)
 VERDICTS = tuple(v.value for v in Verdict if v is not Verdict.NOT_RUN)
+_LOW = re.compile(r"\[(bfloat16|float16)\]$")  # a case's name as graded in low precision: "huge [float16]"
+_LOW_FIX = ("the case is ill-conditioned in that dtype (an overflow past float16's 65504, or values rounding cannot "
+            "keep), so a GPU rejects every learner on it: use smaller values, grad=False for huge logits, or run it "
+            "only where it holds with @case(dtypes=(\"float32\", ...))")
 
 
 @dataclass
@@ -160,15 +165,23 @@ def _validate(v: ProblemValidation, spec: ProblemSpec, grader, seeds: tuple[int,
               spec.template_path, "" if r.verdict.value == "not_implemented" else
               "the stub must raise NotImplementedError in every entry method, and must not already pass")
 
-    # 4. the reference passes on several seeds; cases are deterministic given a seed
+    # 4. the reference passes on several seeds (the first in every declared dtype, as a GPU grades: a case that
+    # overflows float16 rejects every learner there); cases are deterministic given a seed
+    every_dtype = list(spec.grading.dtypes)
+    low = [d for d in every_dtype if d != "float32"]
     ref_reports = []
     for seed in seeds:
-        r = grader.grade(spec, spec.solution_path, seed=seed, gpu_dry_run=seed == seeds[0])
+        dtypes = every_dtype if variants and low and seed == seeds[0] else None
+        r = grader.grade(spec, spec.solution_path, seed=seed, gpu_dry_run=seed == seeds[0], dtypes=dtypes)
         ref_reports.append(r)
-        if not v.add("reference", r.passed, f"reference on seed {seed}: {r.verdict.value}"
-                     + ("" if r.passed else f" in case {r.explained.name if r.explained else '?'}: {r.message[:200]}"),
-                     spec.solution_path, "" if r.passed else "fix the reference or the case that it fails"):
+        failed = r.explained.name if r.explained else "?"
+        if not v.add("reference", r.passed, f"reference on seed {seed}" + (f" ({', '.join(dtypes)})" if dtypes else "")
+                     + f": {r.verdict.value}" + ("" if r.passed else f" in case {failed}: {r.message[:200]}"),
+                     spec.solution_path, "" if r.passed else _LOW_FIX if _LOW.search(failed) else
+                     "fix the reference or the case that it fails"):
             break
+    if low and not variants:
+        v.add("reference", True, f"reference in {', '.join(low)}: not graded (--no-variants)", spec.solution_path)
     gpu = next((a for r in ref_reports for a in r.advice), "")  # accepted on the CPU; a dry run for a GPU said this
     v.add("reference", not gpu, "the reference would also run on a GPU (a dry run on the meta device)" if not gpu
           else f"the reference would fail on a GPU: {gpu}", spec.solution_path,
@@ -185,7 +198,6 @@ def _validate(v: ProblemValidation, spec: ProblemSpec, grader, seeds: tuple[int,
         wrong, right = [], []
     else:
         _variants_present(v, spec, wrong, right)
-    every_dtype = list(spec.grading.dtypes)
     for path in wrong:
         want = expected_verdict(path)
         if want not in VERDICTS:  # without it, any rejection passed: a mutant rejected for a typo proved nothing
@@ -208,8 +220,9 @@ def _validate(v: ProblemValidation, spec: ProblemSpec, grader, seeds: tuple[int,
             v.add("variants", True, f"{path.name} rejected: {r.verdict.value}", path)
     for path in right:
         rejected, gpu = None, ""
-        for seed in seeds:
-            r = grader.grade(spec, path, seed=seed, gpu_dry_run=seed == seeds[0])
+        for seed in seeds:  # the first seed in every declared dtype, as for the reference
+            r = grader.grade(spec, path, seed=seed, gpu_dry_run=seed == seeds[0],
+                             dtypes=every_dtype if low and seed == seeds[0] else None)
             gpu = gpu or next(iter(r.advice), "")
             if not r.passed:
                 rejected = r
@@ -219,7 +232,7 @@ def _validate(v: ProblemValidation, spec: ProblemSpec, grader, seeds: tuple[int,
               path, "" if rejected is None else "a correct alternative fails: loosen a case that is too strict, fix "
               f"the reference ({spec.solution_path.parent.name}/{spec.solution_path.name}) if it is the one that is "
               f"wrong, or fix the alternative (reproduce: `torchcode check {path} --problem {spec.id} "
-              f"--seed {rejected.seed}{_pack_option(spec)}`)")
+              f"--seed {rejected.seed}{_dtype_option(rejected)}{_pack_option(spec)}`)")
         if gpu:
             v.add("variants", False, f"{path.name} would fail on a GPU: {gpu}", path,
                   "a correct alternative must run on any device: make every tensor on the inputs' device")
@@ -275,6 +288,13 @@ def validate(catalog: Catalog, ids: list[str], grader, seeds: tuple[int, ...] = 
             continue
         results.append(validate_problem(catalog.get(pid), grader, seeds, variants))
     return results
+
+
+def _dtype_option(r) -> str:
+    """`--dtype D` when the case that failed ran in low precision (the CPU grades float32 alone by default)."""
+    case = r.explained or r.first_failure
+    m = _LOW.search(case.name) if case else None
+    return f" --dtype {m.group(1)}" if m else ""
 
 
 def _pack_option(spec: ProblemSpec) -> str:
