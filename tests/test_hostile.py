@@ -683,3 +683,30 @@ def test_a_notebook_started_in_the_root_folder_opens_nothing_protected(grader, c
     finally:
         grader.limits = Limits()
     assert report.verdict.value == "runtime_error" and "protected: denied,denied" in report.message, report.message
+
+
+def test_a_helper_module_is_scanned_as_the_file_is(grader, catalog, tmp_path):
+    """The source scan read the submission's own file only: a helper beside it could switch the dispatch guards off
+    (here: flash attention on the whole score matrix, unseen by the largest-intermediate check, was accepted). A
+    helper's source is scanned when it is imported, and a helper compiled without its source is refused."""
+    import py_compile
+
+    spec = catalog.get("flash_attention")
+    (tmp_path / "flash_helpers.py").write_text(
+        "import math\n\nimport torch\n\n\n"
+        "def attend(Q, K, V):\n"
+        "    with torch._C._DisableTorchDispatch():\n"
+        "        s = Q @ K.transpose(1, 2) / math.sqrt(Q.shape[-1])\n"
+        "        return torch.softmax(s, dim=-1) @ V\n")
+    (tmp_path / "flash_attention.py").write_text(
+        "from flash_helpers import attend\n\n\n"
+        "def flash_attention(Q, K, V, block_size=32):\n"
+        "    return attend(Q, K, V)\n")
+    report = grader.grade(spec, tmp_path / "flash_attention.py")
+    assert report.verdict.value == "forbidden_call", report.message
+    assert "flash_helpers.py line 7 uses `_DisableTorchDispatch`" in report.message, report.message
+    py_compile.compile(str(tmp_path / "flash_helpers.py"), cfile=str(tmp_path / "flash_helpers.pyc"))
+    (tmp_path / "flash_helpers.py").unlink()
+    report = grader.grade(spec, tmp_path / "flash_attention.py")
+    assert report.verdict.value == "forbidden_call" and "compiled Python without its source" in report.message, \
+        report.message

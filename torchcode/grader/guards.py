@@ -838,6 +838,58 @@ def _storage_ptr(t: torch.Tensor) -> int:
 ATTRIBUTES_ONLY = {"callbacks"}
 
 
+class HelperHatch(ImportError):
+    """A helper module beside the submission names an escape hatch (or is compiled, with no source to read)."""
+
+
+def watch_helper_imports(folders: list[str]) -> None:
+    """Scan the source of every module imported from the learner's folders (helpers beside the file) as the main
+    file is scanned, before it runs: the scan of the main file alone let a helper module switch the guards off.
+    A module compiled without its source (a bare .pyc) is refused there: nothing to read."""
+    import importlib.util
+    from importlib import _bootstrap_external as be
+
+    import site
+
+    def under(path: str, tops) -> bool:
+        return any(path == r or path.startswith(r.rstrip("/") + "/") for r in tops)
+
+    roots = [os.path.realpath(f) for f in folders if f]
+    # Python and its packages are never the learner's, even where they lie inside the folder (a project's .venv)
+    installed = {os.path.realpath(p) for p in (sys.prefix, sys.exec_prefix, sys.base_prefix, *site.getsitepackages(),
+                                              site.getusersitepackages()) if p}
+
+    def mine(path) -> bool:
+        real = os.path.realpath(str(path))
+        return under(real, roots) and not under(real, installed)
+
+    source_code, sourceless_code = be.SourceLoader.get_code, be.SourcelessFileLoader.get_code
+
+    def get_code(self, fullname):
+        path = self.get_filename(fullname)
+        if mine(path):
+            name = os.path.basename(str(path))
+            try:
+                hatches = scan_source(importlib.util.decode_source(self.get_data(path)))
+            except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError, MemoryError):
+                hatches = []  # importing it says what is wrong with it
+            if hatches:
+                hatch, line, why = hatches[0]
+                raise HelperHatch(f"{name} line {line} uses `{hatch}`, which {why}; submissions (and the modules "
+                                  "they import) may not do that")
+        return source_code(self, fullname)
+
+    def get_sourceless_code(self, fullname):
+        path = self.get_filename(fullname)
+        if mine(path):
+            raise HelperHatch(f"{os.path.basename(str(path))} is compiled Python without its source: import your "
+                              "helper modules as .py files")
+        return sourceless_code(self, fullname)
+
+    be.SourceLoader.get_code = get_code
+    be.SourcelessFileLoader.get_code = get_sourceless_code
+
+
 def scan_source(source: str) -> list[tuple[str, int, str]]:
     """Escape hatches named in the source: (name, line, why). Needs parseable source."""
     found = []

@@ -480,6 +480,7 @@ class Worker:
         guards.watch_exports()
         guards.watch_registrations()
         guards.refuse_hooks()
+        guards.watch_helper_imports(self.folders or [os.path.dirname(self.path)])
         _hide_grader_modules()
         module = types.ModuleType("submission")
         module.__file__ = self.path
@@ -727,6 +728,8 @@ class Worker:
         if guard.tampered:
             return {"kind": "forbidden", "names": [], "message": f"your code tampered with the grader's guards "
                     f"{stage} ({guard.tampered}); submissions may not switch them off"}
+        if isinstance(e, guards.HelperHatch):
+            return {"kind": "forbidden", "names": [], "stage": stage, "message": str(e)[:500]}
         if isinstance(e, guards.ForbiddenCall) or guard.violations:
             return {"kind": "forbidden", "names": guard.violations, "message": f"called {', '.join(guard.violations)}"}
         tb = _learner_traceback(e, self.path)
