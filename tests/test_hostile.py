@@ -689,6 +689,7 @@ def test_a_helper_module_is_scanned_as_the_file_is(grader, catalog, tmp_path):
     """The source scan read the submission's own file only: a helper beside it could switch the dispatch guards off
     (here: flash attention on the whole score matrix, unseen by the largest-intermediate check, was accepted). A
     helper's source is scanned when it is imported, and a helper compiled without its source is refused."""
+    import importlib.util
     import py_compile
 
     spec = catalog.get("flash_attention")
@@ -705,8 +706,18 @@ def test_a_helper_module_is_scanned_as_the_file_is(grader, catalog, tmp_path):
     report = grader.grade(spec, tmp_path / "flash_attention.py")
     assert report.verdict.value == "forbidden_call", report.message
     assert "flash_helpers.py line 7 uses `_DisableTorchDispatch`" in report.message, report.message
-    py_compile.compile(str(tmp_path / "flash_helpers.py"), cfile=str(tmp_path / "flash_helpers.pyc"))
-    (tmp_path / "flash_helpers.py").unlink()
+    # its bytecode cached in __pycache__ under an innocent source of the same size and time: the import runs the
+    # source it scanned, never the cache
+    helper = tmp_path / "flash_helpers.py"
+    hostile, st = helper.read_bytes(), helper.stat()
+    py_compile.compile(str(helper), cfile=importlib.util.cache_from_source(str(helper)))
+    py_compile.compile(str(helper), cfile=str(tmp_path / "flash_helpers.pyc"))
+    benign = b"def attend(Q, K, V):\n    raise NotImplementedError('the source ran')\n"
+    helper.write_bytes(benign + b"#" * (len(hostile) - len(benign) - 1) + b"\n")
+    os.utime(helper, ns=(st.st_atime_ns, st.st_mtime_ns))
+    report = grader.grade(spec, tmp_path / "flash_attention.py")
+    assert report.verdict.value != "accepted" and "the source ran" in report.message, report.message
+    helper.unlink()  # a bare .pyc beside it: nothing to scan
     report = grader.grade(spec, tmp_path / "flash_attention.py")
     assert report.verdict.value == "forbidden_call" and "compiled Python without its source" in report.message, \
         report.message

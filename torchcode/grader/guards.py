@@ -867,17 +867,20 @@ def watch_helper_imports(folders: list[str]) -> None:
 
     def get_code(self, fullname):
         path = self.get_filename(fullname)
-        if mine(path):
-            name = os.path.basename(str(path))
-            try:
-                hatches = scan_source(importlib.util.decode_source(self.get_data(path)))
-            except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError, MemoryError):
-                hatches = []  # importing it says what is wrong with it
-            if hatches:
-                hatch, line, why = hatches[0]
-                raise HelperHatch(f"{name} line {line} uses `{hatch}`, which {why}; submissions (and the modules "
-                                  "they import) may not do that")
-        return source_code(self, fullname)
+        if not mine(path):
+            return source_code(self, fullname)
+        name, data = os.path.basename(str(path)), self.get_data(path)
+        try:
+            hatches = scan_source(importlib.util.decode_source(data))
+        except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError, MemoryError):
+            hatches = []  # compiling it says what is wrong with it
+        if hatches:
+            hatch, line, why = hatches[0]
+            raise HelperHatch(f"{name} line {line} uses `{hatch}`, which {why}; submissions (and the modules "
+                              "they import) may not do that")
+        # compiled from the source just scanned, never from __pycache__: a cached .pyc whose header matches the
+        # source's size and time can hold any other code
+        return compile(data, str(path), "exec", dont_inherit=True)
 
     def get_sourceless_code(self, fullname):
         path = self.get_filename(fullname)
