@@ -193,6 +193,28 @@ def test_reset_of_a_linked_file_replaces_the_link_never_its_target(cli, workdir,
     assert sorted(p.name for p in workdir.iterdir() if p.name.startswith(".")) == []
 
 
+def test_reset_of_a_linked_file_writes_through_no_other_link_shipped_beside_it(cli, workdir, tmp_path):
+    """The link is replaced by a new file: one of a fixed name (.sdpa.py.torchcode-stub) could itself be a link
+    shipped beside sdpa.py, and the stub went through it into its target."""
+    assert cli("start", "sdpa").code == 0
+    target, other = tmp_path / "bashrc", tmp_path / "profile"
+    target.write_text("export A=1\n")
+    other.write_text("export B=2\n")
+    (workdir / "sdpa.py").unlink()
+    (workdir / "sdpa.py").symlink_to(target)
+    (workdir / ".sdpa.py.torchcode-stub").symlink_to(other)
+    assert cli("reset", "sdpa").code == 0
+    assert target.read_text() == "export A=1\n" and other.read_text() == "export B=2\n"
+    assert not (workdir / "sdpa.py").is_symlink() and "def scaled_dot_product_attention" in (workdir / "sdpa.py").read_text()
+    assert (workdir / "sdpa.py").stat().st_mode & 0o777 == 0o666 & ~_umask()  # as a file written in place
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def test_reset_of_a_read_only_file_keeps_a_copy(cli, workdir, read_only):
     assert cli("start", "sdpa").code == 0
     mine = (workdir / "sdpa.py").read_text() + "# my work\n"

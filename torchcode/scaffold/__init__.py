@@ -7,6 +7,7 @@ whatever is replaced is first copied to ``<file>.bak-<timestamp>`` beside it.
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import time
 from dataclasses import dataclass
@@ -101,9 +102,12 @@ def write_stub(spec: ProblemSpec, path: Path, *, force: bool = False, text: str 
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.is_symlink():  # the link is replaced, never written through: its target may be any file of yours
-            tmp = path.with_name(f".{path.name}.torchcode-stub")
+            # a new file (O_EXCL) of a name no one chose: a fixed one could be a link shipped beside it
+            tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.torchcode-stub")
             try:
-                tmp.write_text(text, encoding="utf-8")
+                with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666), "w",
+                               encoding="utf-8") as f:
+                    f.write(text)
                 os.replace(tmp, path)
             except OSError:
                 tmp.unlink(missing_ok=True)
