@@ -126,3 +126,20 @@ def test_rendered_stubs_follow_their_template(cli, workdir, tmp_path):
     os.utime(template, ns=(template.stat().st_atime_ns, template.stat().st_mtime_ns + 10**9))
     assert cli("start", "toy_attn", "--force", "--problems-dir", str(pack)).code == 0
     assert "# TODO 1: edited step" in (workdir / "toy_attn.py").read_text()
+
+
+@pytest.mark.parametrize("dtypes,words", [('("bfloat16")', "names 'b', not a dtype"), ('("float32", "bf16")', "'bf16'"),
+                                          ("()", "names none of the problem's dtypes")])
+def test_a_case_that_would_never_run_in_any_dtype_is_an_authoring_error(tmp_path, dtypes, words):
+    """@case(dtypes=("bfloat16")) is a string, not a tuple: the case ran in no dtype, silently."""
+    from torchcode.grader.problem import Problem
+
+    pack = tmp_path / "pack"
+    shutil.copytree(ROOT / "problems" / "sdpa", pack / "problems" / "sdpa")
+    cases = pack / "problems" / "sdpa" / "cases.py"
+    text = cases.read_text()
+    assert 'dtypes=("float32", "bfloat16"))' in text
+    cases.write_text(text.replace('dtypes=("float32", "bfloat16"))', f"dtypes={dtypes})"))
+    with pytest.raises(SpecError) as e:
+        Problem(load_spec(pack / "problems" / "sdpa", pack))
+    assert "case 'allowed_scores_below_float16_range'" in str(e.value) and words in str(e.value), str(e.value)

@@ -64,6 +64,7 @@ class Problem:
         self.cases = caseapi.collect(vars(cases_mod))
         if not self.cases:
             raise SpecError(spec.cases_path, None, "defines no case", "decorate case functions with @case")
+        _check_case_dtypes(spec, self.cases)
         self.bench_builder = caseapi.find_marked(vars(cases_mod), "__torchcode_benchmark__")
         self.baseline = caseapi.find_marked(vars(cases_mod), "__torchcode_baseline__")
         sol = _import_file(spec.solution_path, f"torchcode_solution_{spec.id}", "reference solution")
@@ -252,6 +253,23 @@ class Problem:
         if wrong and res.verdict is not Verdict.CRASHED:
             res.verdict, res.message, res.mismatch = Verdict.BAD_INTERFACE, wrong, None
         return res
+
+
+def _check_case_dtypes(spec: ProblemSpec, defs: list) -> None:
+    """``@case(dtypes=...)`` names dtypes the problem declares: a misspelt one (``"bf16"``), or a bare string
+    (``dtypes=("bfloat16")``: its letters), left a case that silently never ran."""
+    from torchcode.catalog.spec import DTYPES
+
+    declared = list(spec.grading.dtypes)
+    for d in defs:
+        if d.dtypes is None:
+            continue
+        unknown = [t for t in d.dtypes if t not in DTYPES]
+        if unknown or not any(t in declared for t in d.dtypes):
+            said = f"names {unknown[0]!r}, not a dtype" if unknown else f"names none of the problem's dtypes {declared}"
+            raise SpecError(spec.cases_path, None, f"case '{d.name}': @case(dtypes=...) {said}, so it would never run",
+                            f"name some of {declared} (grading.dtypes in problem.toml) in a tuple, e.g. "
+                            f"dtypes=({declared[0]!r},) with its comma")
 
 
 def _check_names(spec: ProblemSpec, c: caseapi.Case) -> None:
