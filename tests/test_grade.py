@@ -496,6 +496,16 @@ def test_a_folder_named_like_another_students_feedback_file_cannot_take_it(tmp_p
     assert len({f.name.lower() for f in files}) == len(students)
     owners = sorted(f.read_text().splitlines()[0] for f in files)
     assert owners == sorted(f"Feedback for {s} (torchcode grade, seed 1)" for s in students)
+    # grades.json says whose file is whose (to send each student theirs; a cleaned name is not guessable)
+    from torchcode.classroom.feedback import write_json
+
+    write_json(tmp_path / "grades.json", [Entry(s, "sdpa") for s in students], seed=1, problems=["sdpa"], unknown=[],
+               status="done", feedback="full")
+    given = json.loads((tmp_path / "grades.json").read_text())["feedback_files"]
+    assert sorted(given) == sorted(students)
+    for s, f in given.items():
+        assert f.startswith("feedback/") and (tmp_path / f.removeprefix("feedback/")).read_text().startswith(
+            f"Feedback for {s} (")
 
 
 def test_a_hostile_zip_skips_what_it_cannot_unpack_and_grades_the_rest(tmp_path):

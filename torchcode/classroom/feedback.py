@@ -71,7 +71,8 @@ def rank(entries: list[Entry]) -> None:
 def write_all(out: Path, entries: list[Entry], *, seed: int, problems: list[str], unknown: list[str],
               feedback: str, bench: bool, status: str) -> None:
     write_csv(out / "grades.csv", entries, bench)
-    write_json(out / "grades.json", entries, seed=seed, problems=problems, unknown=unknown, status=status)
+    write_json(out / "grades.json", entries, seed=seed, problems=problems, unknown=unknown, status=status,
+               feedback=feedback)
     if feedback != "none":
         write_feedback(out / "feedback", entries, seed=seed, mode=feedback)
 
@@ -96,7 +97,8 @@ def _cell(value):
     return value
 
 
-def write_json(path: Path, entries: list[Entry], *, seed: int, problems: list[str], unknown: list[str], status: str) -> None:
+def write_json(path: Path, entries: list[Entry], *, seed: int, problems: list[str], unknown: list[str], status: str,
+               feedback: str = "none") -> None:
     results = []
     for e in entries:
         d = e.record(bench=False)
@@ -110,6 +112,9 @@ def write_json(path: Path, entries: list[Entry], *, seed: int, problems: list[st
         results.append(d)
     doc = {"seed": seed, "status": status, "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "problems": problems,
            "students": sorted({e.student for e in entries}), "unknown_files": unknown, "results": results}
+    if feedback != "none":  # who gets which file (a name that is no plain file name was cleaned, with a hash)
+        students = list(dict.fromkeys(e.student for e in entries))
+        doc["feedback_files"] = {s: f"feedback/{n}.txt" for s, n in file_names(students).items()}
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     tmp.replace(path)
@@ -127,12 +132,9 @@ def write_feedback(folder: Path, entries: list[Entry], *, seed: int, mode: str) 
     by_student: dict[str, list[Entry]] = {}
     for e in entries:
         by_student.setdefault(e.student, []).append(e)
-    used: set[str] = set()
+    names = file_names(list(by_student))
     for student, mine in by_student.items():
-        name = _safe(student)
-        if name.lower() in used:  # a folder named like another's cleaned name, or differing only in case
-            name = f"{name}-{hashlib.sha256(student.encode()).hexdigest()[:16]}"
-        used.add(name.lower())
+        name = names[student]
         buf = _Utf8()
         con = Console(file=buf, width=100, color_system=None, force_terminal=False, highlight=False, soft_wrap=False)
         con.print(Text(f"Feedback for {inert(student)} (torchcode grade, seed {seed})"), soft_wrap=True)
@@ -155,6 +157,18 @@ def write_feedback(folder: Path, entries: list[Entry], *, seed: int, mode: str) 
                                + (f", rank {e.rank} in the class" if e.rank else "")), soft_wrap=True)
         # a folder name that is not UTF-8 (a lone surrogate once read) is written escaped, never a crash
         (folder / f"{name}.txt").write_text(buf.getvalue(), encoding="utf-8", errors="backslashreplace")
+
+
+def file_names(students: list[str]) -> dict[str, str]:
+    """Each student's feedback file name (without .txt), distinct even ignoring case."""
+    names, used = {}, set()
+    for student in students:
+        name = _safe(student)
+        if name.lower() in used:  # a folder named like another's cleaned name, or differing only in case
+            name = f"{name}-{hashlib.sha256(student.encode()).hexdigest()[:16]}"
+        used.add(name.lower())
+        names[student] = name
+    return names
 
 
 def _safe(name: str) -> str:
