@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import pytest
@@ -63,6 +64,16 @@ def test_bench_refuses_a_rejected_kernel(cli, workdir):
     shutil.copy(ROOT / "problems" / "flash_attention" / "wrong" / "full_matrix.py", workdir / "flash_attention.py")
     r = cli("bench", "flash_attention", "--sizes", "64", "--device", "cpu")
     assert r.code == 1 and "Only correct kernels are benchmarked" in r.err
+
+
+def test_bench_refusal_names_the_pack_to_check_with(cli, workdir):
+    """A pack's problem: the check to run first needs the pack (without it: "no problem named ...")."""
+    pack = ROOT / "tests" / "fixtures" / "course_pack"
+    shutil.copy(pack / "problems" / "good_attention" / "wrong" / "missing_scale.py", workdir / "good_attention.py")
+    r = cli("bench", "good_attention", "--device", "cpu", "--problems-dir", str(pack))
+    assert r.code == 1, r.text
+    shown = os.path.relpath(pack, workdir)  # as check's reproduce line names it
+    assert f"run `torchcode check good_attention --problems-dir {shown}` first" in " ".join(r.err.split()), r.err
 
 
 def test_bench_problem_without_benchmark(cli, workdir):

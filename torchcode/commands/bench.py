@@ -31,9 +31,12 @@ def run(target: str | None, problem: str | None, limits, dtype: str, sizes: list
         if not graded.passed:
             from torchcode.render import verdict_label
 
+            from torchcode.paths import builtin_pack
+
             what = verdict_label(graded.verdict.value)[1].lower()  # "not implemented yet", not not_implemented
+            pack = "" if spec.pack.resolve() == builtin_pack().resolve() else f" --problems-dir {display_path(spec.pack)}"
             err_console().print(inert(f"{display_path(path)} is not accepted ({what}: {graded.message}). "
-                                      f"Only correct kernels are benchmarked: run `torchcode check {spec.id}` first."),
+                                      f"Only correct kernels are benchmarked: run `torchcode check {spec.id}{pack}` first."),
                                 markup=False, highlight=False)
             return 1
         if as_json or not sys.stderr.isatty():
