@@ -721,3 +721,15 @@ def test_a_helper_module_is_scanned_as_the_file_is(grader, catalog, tmp_path):
     report = grader.grade(spec, tmp_path / "flash_attention.py")
     assert report.verdict.value == "forbidden_call" and "compiled Python without its source" in report.message, \
         report.message
+    (tmp_path / "flash_helpers.pyc").unlink()  # the hostile helper in a zip archive beside it, put on sys.path
+    import zipfile
+
+    with zipfile.ZipFile(tmp_path / "helpers.zip", "w") as z:
+        z.writestr("flash_helpers.py", hostile)
+    (tmp_path / "flash_attention.py").write_text(
+        "import os\nimport sys\n\nsys.path.insert(0, os.path.join(os.path.dirname(__file__), 'helpers.zip'))\n"
+        "from flash_helpers import attend  # noqa: E402\n\n\n"
+        "def flash_attention(Q, K, V, block_size=32):\n"
+        "    return attend(Q, K, V)\n")
+    report = grader.grade(spec, tmp_path / "flash_attention.py")
+    assert report.verdict.value == "forbidden_call" and "helpers.zip is a zip archive" in report.message, report.message

@@ -845,8 +845,9 @@ class HelperHatch(ImportError):
 def watch_helper_imports(folders: list[str]) -> None:
     """Scan the source of every module imported from the learner's folders (helpers beside the file) as the main
     file is scanned, before it runs: the scan of the main file alone let a helper module switch the guards off.
-    A module compiled without its source (a bare .pyc) is refused there: nothing to read."""
+    A module compiled without its source (a bare .pyc) or imported from a zip archive there is refused."""
     import importlib.util
+    import zipimport
     from importlib import _bootstrap_external as be
 
     import site
@@ -889,8 +890,18 @@ def watch_helper_imports(folders: list[str]) -> None:
                               "helper modules as .py files")
         return sourceless_code(self, fullname)
 
+    def from_zip(method):
+        def refuse(self, fullname):
+            if mine(self.archive):
+                raise HelperHatch(f"{os.path.basename(self.archive)} is a zip archive: import your helper modules "
+                                  "as .py files beside your file")
+            return method(self, fullname)
+        return refuse
+
     be.SourceLoader.get_code = get_code
     be.SourcelessFileLoader.get_code = get_sourceless_code
+    zipimport.zipimporter.get_code = from_zip(zipimport.zipimporter.get_code)  # exec_module calls it
+    zipimport.zipimporter.load_module = from_zip(zipimport.zipimporter.load_module)
 
 
 def scan_source(source: str) -> list[tuple[str, int, str]]:
