@@ -857,8 +857,12 @@ def watch_helper_imports(folders: list[str]) -> None:
 
     roots = [os.path.realpath(f) for f in folders if f]
     # Python and its packages are never the learner's, even where they lie inside the folder (a project's .venv)
-    installed = {os.path.realpath(p) for p in (sys.prefix, sys.exec_prefix, sys.base_prefix, *site.getsitepackages(),
-                                              site.getusersitepackages()) if p}
+    places = [sys.prefix, sys.exec_prefix, sys.base_prefix]
+    try:
+        places += [*site.getsitepackages(), site.getusersitepackages()]
+    except (AttributeError, OSError):  # an old virtualenv's site module has neither
+        pass
+    installed = {os.path.realpath(p) for p in places if p}
 
     def mine(path) -> bool:
         real = os.path.realpath(str(path))
