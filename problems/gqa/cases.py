@@ -15,7 +15,7 @@ def grouped_8_2(rng):
 
 @case(targets="num_kv_heads = 1 (multi-query attention), 3 query heads: a group size that is not a power of two")
 def mqa(rng):
-    return gqa(rng, 24, 3, 1, B=2, S=6)
+    return gqa(rng, 36, 3, 1, B=2, S=6)
 
 
 @case(targets="num_kv_heads = num_heads (plain multi-head attention)")
