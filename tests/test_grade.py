@@ -420,6 +420,8 @@ def test_gpu_dry_run_puts_its_advice_in_the_feedback(tmp_path):
                   "--device", "cpu", "--gpu-dry-run", "--feedback", "summary", home=tmp_path / "home", cwd=tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "Grading the problems the class submitted: causal_attention (--problems" in " ".join(p.stdout.split())
+    # listed, but not as if it were ignored: cal's kernel imports it (accepted below)
+    assert "cal/mykernels.py: not a problem being graded (a module the student's files may import)" in p.stdout
     assert {k: r["verdict"] for k, r in grades(out).items()} == {("ann", "causal_attention"): "accepted",
                                                                   ("ben", "causal_attention"): "accepted",
                                                                   ("cal", "causal_attention"): "accepted"}

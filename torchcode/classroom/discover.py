@@ -167,7 +167,7 @@ def _why_not(f: Path, wanted: set[str], known: set[str]) -> str | None:
     if f.suffix != ".py":
         return "not a .py file"
     if f.stem not in wanted:
-        return "" if f.stem in known else "not a problem being graded"
+        return "" if f.stem in known else "not a problem being graded (a module the student's files may import)"
     if f.stat().st_size > MAX_FILE:
         return f"larger than {MAX_FILE >> 20} MB"
     return None
