@@ -472,6 +472,8 @@ def test_ray_results_equal_the_local_pool(local_run, tmp_path):
     local_bob = (local_out / "feedback" / "bob.txt").read_text()
     assert ray_bob.split("== good_attention")[0].count("Wrong answer") == local_bob.count("Wrong answer") > 0
     assert "Wrong answer  good_attention  good_attention.py" in ray_bob
+    # the student's reproduce line names the pack by its folder's name (without it: "no problem named ...")
+    assert "--problem good_attention --seed 424242 --problems-dir course_pack`" in ray_bob, ray_bob
 
 
 def test_feedback_file_names_never_collide():

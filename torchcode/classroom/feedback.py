@@ -69,12 +69,12 @@ def rank(entries: list[Entry]) -> None:
 
 
 def write_all(out: Path, entries: list[Entry], *, seed: int, problems: list[str], unknown: list[str],
-              feedback: str, bench: bool, status: str) -> None:
+              feedback: str, bench: bool, status: str, packs: dict[str, str] | None = None) -> None:
     write_csv(out / "grades.csv", entries, bench)
     write_json(out / "grades.json", entries, seed=seed, problems=problems, unknown=unknown, status=status,
                feedback=feedback)
     if feedback != "none":
-        write_feedback(out / "feedback", entries, seed=seed, mode=feedback)
+        write_feedback(out / "feedback", entries, seed=seed, mode=feedback, packs=packs)
 
 
 def write_csv(path: Path, entries: list[Entry], bench: bool) -> None:
@@ -124,7 +124,9 @@ class _Utf8(io.StringIO):
     encoding = "utf-8"  # so the report draws its Unicode marks
 
 
-def write_feedback(folder: Path, entries: list[Entry], *, seed: int, mode: str) -> None:
+def write_feedback(folder: Path, entries: list[Entry], *, seed: int, mode: str, packs: dict[str, str] | None = None) -> None:
+    """``packs``: problem -> the name of the pack folder it comes from (not the built-in course), for the line that
+    tells the student how to reproduce a failure (without the pack, their check says "no problem named ...")."""
     from torchcode.grader.result import Report
     from torchcode.render.report import report as render
 
@@ -149,7 +151,8 @@ def write_feedback(folder: Path, entries: list[Entry], *, seed: int, mode: str) 
                 for said in e.row.report.get("advice") or []:  # grade --gpu-dry-run's, as check shows it
                     con.print(Text(inert(str(said))), soft_wrap=True)
             else:
-                render(con, Report.from_dict(e.row.report), display_file=f"{e.problem}.py")
+                render(con, Report.from_dict(e.row.report), display_file=f"{e.problem}.py",
+                       pack=(packs or {}).get(e.problem))
             b = e.row.bench if e.row else None
             if b and "ratio" in b:
                 con.print(Text(f"speed: {b['ratio']:.2f}x the reference's time (geometric mean over sizes; "

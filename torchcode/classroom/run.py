@@ -124,7 +124,7 @@ def _grade(opts: Options, cat: Catalog, con: Console, book: Gradebook, found: Di
                 book.finish_run(run_id, graded, status)
                 entries = _entries(book, found, problems, seed, fps, errors)
                 fb.write_all(opts.out, entries, seed=seed, problems=problems, unknown=found.unknown,
-                             feedback=opts.feedback, bench=opts.bench, status=status)
+                             feedback=opts.feedback, bench=opts.bench, status=status, packs=_packs(cat, problems))
     fb.summary(con, entries, problems, bench=opts.bench)
     same: dict[tuple[str, str], list[str]] = {}  # one cause (a broken problem) said once, with whom it concerns
     for (student, problem), why in sorted(errors.items()):
@@ -185,6 +185,15 @@ def _entries(book: Gradebook, found: Discovery, problems: list[str], seed: int, 
                                     errors.get((student, p), "")))
     fb.rank(entries)
     return entries
+
+
+def _packs(cat: Catalog, problems: list[str]) -> dict[str, str]:
+    """Problem -> its pack folder's name, for the problems not in the built-in course: the students have the pack
+    under that name (the instructor's own path to it means nothing on their machine)."""
+    from torchcode.paths import builtin_pack
+
+    builtin = builtin_pack().resolve()
+    return {p: cat.get(p).pack.resolve().name for p in problems if cat.get(p).pack.resolve() != builtin}
 
 
 def _problems(cat: Catalog, asked: list[str] | None) -> list[str]:
