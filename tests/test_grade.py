@@ -100,6 +100,28 @@ def test_discover_lists_submissions_and_unknown_files(tmp_path):
     assert {u.split(":")[0] for u in only.unknown} == unknown | {"erin/", "mallory/", "frank/"}  # others' files are not unknown
 
 
+def test_a_students_folder_is_read_once_for_all_their_submissions(tmp_path, monkeypatch):
+    """Each submission's fingerprint digests the rest of its folder: a folder with many (or large) files was read
+    again for each of the student's submissions. The digests stay those of one folder_digest call each."""
+    from torchcode.classroom.discover import folder_digest
+
+    alice = tmp_path / "class" / "alice"
+    (alice / "data").mkdir(parents=True)
+    (tmp_path / "class" / "bob").mkdir()
+    for p in ("sdpa", "repeat_kv", "causal_attention"):
+        (alice / f"{p}.py").write_text(f"# {p}\n")
+    for i in range(20):
+        (alice / "data" / f"part{i}.bin").write_bytes(os.urandom(1000))
+    reads: list[str] = []
+    real = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda self: reads.append(self.name) or real(self))
+    found = discover(tmp_path / "class", ["sdpa", "repeat_kv", "causal_attention"], tmp_path / "unpacked")
+    assert len(found.submissions) == 3 and len({s.folder for s in found.submissions}) == 3
+    assert sorted(n for n in reads if n.endswith(".bin")) == sorted(f"part{i}.bin" for i in range(20))  # once each
+    monkeypatch.setattr(Path, "read_bytes", real)
+    assert [s.folder for s in found.submissions] == [folder_digest(alice, s.path) for s in found.submissions]
+
+
 def test_a_helper_beside_a_submission_is_part_of_what_it_is_graded_on(tmp_path):
     """The other files of a student's folder (a helper module the submission imports, a data file it reads) count
     in the fingerprint a rerun compares: changing only the helper grades the file again (it kept the old verdict)."""

@@ -106,13 +106,13 @@ def discover(source: Path, problems: list[str], unpack_to: Path, skip: Path | No
         if entry.is_symlink() or not entry.is_dir():
             found.unknown.append(f"{_rel(entry, source)}: not a student folder")
             continue
-        has_any = False
+        has_any, hashed = False, {}  # the folder's files are read once for all its submissions' digests
         for f in sorted(entry.iterdir()):
             why = _why_not(f, wanted, set(known))
             if why is None:
                 data = f.read_bytes()
                 found.submissions.append(Submission(entry.name, f.stem, f.resolve(), hashlib.sha256(data).hexdigest(),
-                                                    folder_digest(entry, f)))
+                                                    folder_digest(entry, f, hashed)))
                 has_any = True
             elif why:
                 found.unknown.append(f"{_rel(f, source)}: {why}")
@@ -125,10 +125,12 @@ def discover(source: Path, problems: list[str], unpack_to: Path, skip: Path | No
 MAX_FOLDER_ENTRIES = 1000
 
 
-def folder_digest(folder: Path, submission: Path) -> str:
+def folder_digest(folder: Path, submission: Path, hashed: dict | None = None) -> str:
     """A digest of everything in ``folder`` but ``submission`` (its name, kind and contents, or a link's target;
     past MAX_FILE, its size and time instead), or "" when there is nothing else: what the submission may import
-    or read beside itself."""
+    or read beside itself. ``hashed``: the contents' digests already read in this folder (for its other
+    submissions: a folder of many files is read once, not once per submission)."""
+    hashed = {} if hashed is None else hashed
     h, seen = hashlib.sha256(), 0
     todo = [p for p in sorted(folder.iterdir()) if p.name != submission.name and p.name not in ("__pycache__",)]
     while todo and seen < MAX_FOLDER_ENTRIES:
@@ -142,7 +144,10 @@ def folder_digest(folder: Path, submission: Path) -> str:
                 h.update(f"dir {rel}\n".encode(errors="backslashreplace"))
                 todo += [c for c in sorted(p.iterdir()) if c.name != "__pycache__"]
             elif stat.S_ISREG(st.st_mode) and st.st_size <= MAX_FILE:
-                h.update(f"file {rel} {hashlib.sha256(p.read_bytes()).hexdigest()}\n".encode(errors="backslashreplace"))
+                key = (rel, st.st_size, st.st_mtime_ns)
+                if key not in hashed:
+                    hashed[key] = hashlib.sha256(p.read_bytes()).hexdigest()
+                h.update(f"file {rel} {hashed[key]}\n".encode(errors="backslashreplace"))
             else:
                 h.update(f"other {rel} {st.st_mode} {st.st_size} {st.st_mtime_ns}\n".encode(errors="backslashreplace"))
         except OSError as e:
