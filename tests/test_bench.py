@@ -88,3 +88,26 @@ def test_bench_module_problem(cli, workdir):
     assert r.code == 0, r.err
     rows = json.loads(r.out)["rows"]
     assert rows[0]["baseline_s"] is None and rows[1]["learner_peak"] > rows[0]["learner_peak"]
+
+
+def test_a_kernel_stopped_by_the_memory_watch_is_told_so(grader, catalog, tmp_path, monkeypatch):
+    """On CUDA the grader watches the worker's host memory (no address-space limit; the CPU stands in, as in
+    test_worker_start): a kernel stopped there in bench is told it went past --memory-limit, not that its process
+    'ended or sent back a malformed result'."""
+    from test_worker_start import HOARDER
+
+    from torchcode.errors import UsageError
+    from torchcode.grader import judge
+    from torchcode.grader.bench import run_bench
+    from torchcode.grader.limits import Limits
+
+    monkeypatch.setattr(judge, "bounds_address_space", lambda device: False)
+    path = tmp_path / "hoard.py"
+    path.write_text(HOARDER)
+    old, grader.limits = grader.limits, Limits(device="cpu", memory_mb=300)
+    try:
+        with pytest.raises(UsageError) as e:
+            run_bench(grader, catalog.get("sdpa"), path, sizes=[64], warmup=1, reps=1)
+    finally:
+        grader.limits = old
+    assert "more host memory at size 64, past the memory limit (--memory-limit)" in str(e.value), str(e.value)

@@ -199,6 +199,11 @@ class _Size:
                 raise GraderError(f"the reference took more than {timeout:g} s at size {self.size}") from None
             raise UsageError(f"your kernel took too long at size {self.size}; try smaller --sizes") from None
         except (protocol.PeerClosed, protocol.ProtocolError, OSError) as e:
+            if worker.memory_over:  # stopped by the grader's memory watch (a GPU: no address-space limit)
+                who = "the reference" if side == REF else "your kernel"
+                raise (GraderError if side == REF else UsageError)(
+                    f"{who} took {worker.memory_over} more host memory at size {self.size}, past the memory limit "
+                    "(--memory-limit): try smaller --sizes or a larger --memory-limit") from None
             if side == REF:
                 raise GraderError(f"the reference's worker ended or sent back a malformed result at size {self.size} "
                                   f"({e})") from None
