@@ -155,10 +155,19 @@ def test_validate_names_an_authors_slips_in_their_terms(cli, tmp_path):
             "rng.randn(1, 8, 64))], grad=False)\n"))
 
     _variant_of_good_attention(pack, "overflows_float16", overflows_float16)
+    _variant_of_good_attention(pack, "no_steps", lambda f: edit(  # every submission, the stub too, passed it
+        f / "cases.py", "Case(steps=[Call(rng.randn(1, 1, 8), rng.randn(1, 1, 8), rng.randn(1, 1, 8))])", "Case(steps=[])"))
+    _variant_of_good_attention(pack, "misnamed_reference", lambda f: None)
+    edit(pack / "solutions" / "misnamed_reference.py", "def good_attention(", "def attention(")
     r = cli("validate", "--problems-dir", str(pack), "--seeds", "1")
     assert r.code == 1 and "Traceback" not in r.text, r.text
     out = " ".join(r.out.split())
-    assert "4 of 4 problems failed validation" in out, r.out
+    assert "6 of 6 problems failed validation" in out, r.out
+    assert "case 'single_token' has no steps file: ../pack/problems/no_steps/cases.py fix: give it at least one " \
+        "Call(...)" in " ".join(_part(r.out, "no_steps").split())
+    assert ("the reference does not define `good_attention` (the [entry] name in problem.toml) file: "
+            "../pack/solutions/misnamed_reference.py fix: name its function `good_attention`, or change [entry] "
+            "name") in " ".join(_part(r.out, "misnamed_reference").split())
     # the reference fails its own case in float16, as a GPU grades it (validate passed it: it graded float32 alone)
     low = " ".join(_part(r.out, "overflows_float16").split())
     assert "reference on seed 0 (float32, bfloat16, float16): wrong_answer in case huge [float16]" in low, low

@@ -70,7 +70,9 @@ class Problem:
         sol = _import_file(spec.solution_path, f"torchcode_solution_{spec.id}", "reference solution")
         self.reference = getattr(sol, spec.entry.name, None)
         if self.reference is None:
-            raise SpecError(spec.solution_path, None, f"does not define {spec.entry.name}")
+            raise SpecError(spec.solution_path, None, f"the reference does not define `{spec.entry.name}` (the [entry] "
+                            "name in problem.toml)", f"name its {spec.entry.kind} `{spec.entry.name}`, or change "
+                            "[entry] name")
         self._shapes: dict = {}  # the reference's parameter shapes, by constructor arguments
         self._built: dict[int, dict] = {}  # seed -> {(case, dtype, device, replay): Prepared}, the latest seeds
         self._built_lock = threading.Lock()  # a grade and the next one's cases (prepare_ahead) build at once
@@ -278,6 +280,8 @@ def _check_names(spec: ProblemSpec, c: caseapi.Case) -> None:
     import difflib
 
     e = spec.entry
+    if not c.steps:  # nothing is called: every submission, the stub included, would pass it
+        raise SpecError(spec.cases_path, None, f"case '{c.name}' has no steps", "give it at least one Call(...)")
     where = f"{e.name}.forward" if e.is_module else e.name
     given = [(f"step {i}", where, e.params, len(s.args), s.kwargs) for i, s in enumerate(c.steps)]
     if e.is_module and isinstance(c.init, dict):
