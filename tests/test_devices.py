@@ -39,8 +39,12 @@ def test_low_precision_on_cpu_runs_every_case_per_dtype(grader, catalog):
     report = grader.grade(spec, spec.solution_path, seed=3, dtypes=["float32", "bfloat16", "float16"])
     assert report.passed, report.message
     names = [c.name for c in report.cases]
+    cases = grader.problem(spec).cases  # every case, but one that names its dtypes (@case(dtypes=...)) runs only there
+    assert {n for n in names if "[" not in n} == {d.name for d in cases if d.runs_in("float32")}
     for dtype in ("bfloat16", "float16"):
-        assert sum(n.endswith(f" [{dtype}]") for n in names) == sum("[" not in n for n in names)
+        ran = {n for n in names if n.endswith(f" [{dtype}]")}
+        assert ran == {f"{d.name} [{dtype}]" for d in cases if d.runs_in(dtype)}
+    assert any(not d.runs_in("float16") for d in cases) and len(names) > 2 * len(cases)
 
 
 def test_low_precision_still_catches_mistakes(grader, catalog):
