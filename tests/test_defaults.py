@@ -225,3 +225,13 @@ def test_a_scripted_function_is_read_through_its_schema(problems):
     assert judged(torch.jit.script(right)) is None
     msg = judged(torch.jit.script(wrong))
     assert msg and "the default 1e-05 when it is called" in msg, msg
+    # a replaced ScriptFunction.__call__ calls with defaults of its own, whatever the schema says: not read
+    script = torch.jit.script(right)
+    call = torch._C.ScriptFunction.__dict__["__call__"]
+    torch._C.ScriptFunction.__call__ = lambda self, Q, K, V, eps=1e-5: call(self, Q, K, V, eps)
+    try:
+        msg = judged(script)
+    finally:
+        torch._C.ScriptFunction.__call__ = call
+    assert msg and "cannot be read" in msg, msg
+    assert judged(script) is None

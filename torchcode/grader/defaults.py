@@ -116,6 +116,7 @@ _SCRIPT_SCHEMA = ScriptFunction.__dict__["schema"].__get__  # torch.jit.script's
 _SCHEMA_ARGUMENTS = FunctionSchema.__dict__["arguments"].__get__
 _ARGUMENT_NAME = Argument.__dict__["name"].__get__
 _ARGUMENT_DEFAULT = Argument.__dict__["default_value"].__get__
+_SCRIPT_CALL = ScriptFunction.__dict__["__call__"]  # what calling one runs; a replaced one calls with other defaults
 
 
 def effective(obj, names) -> dict:
@@ -160,7 +161,8 @@ def effective(obj, names) -> dict:
             obj = str_keyed(_FDICT(obj)).get("__wrapped__")
             if obj is None:
                 break
-        elif kind is ScriptFunction:  # torch.jit.script: its schema holds the defaults every call fills in
+        elif kind is ScriptFunction and str_keyed(_TYPE_DICT(kind)).get("__call__") is _SCRIPT_CALL:
+            # torch.jit.script: its schema holds the defaults every call fills in (while calling it is torch's own)
             for arg in _SCHEMA_ARGUMENTS(_SCRIPT_SCHEMA(obj)):
                 n, value = _ARGUMENT_NAME(arg), _ARGUMENT_DEFAULT(arg)
                 if n in pending and value is not None:
