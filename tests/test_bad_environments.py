@@ -177,36 +177,25 @@ def test_reset_in_a_read_only_folder_loses_nothing(cli, workdir, read_only):
 def test_reset_of_a_linked_file_replaces_the_link_never_its_target(cli, workdir, tmp_path):
     """sdpa.py is a symlink (a starter repo can ship one pointing anywhere: ~/.bashrc): reset (and serve's Convert to
     UTF-8, the same write) puts the stub in place of the link, keeps the content as a backup, and leaves the target
-    as it was (it wrote the stub through the link, into the target)."""
+    as it was (it wrote the stub through the link, into the target). The stub goes to a new file first, of a name
+    no one chose: a fixed one (.sdpa.py.torchcode-stub) could be a second link shipped beside it (the stub went
+    through that one)."""
     assert cli("start", "sdpa").code == 0
-    target = tmp_path / "elsewhere" / "bashrc"
+    target, other = tmp_path / "elsewhere" / "bashrc", tmp_path / "elsewhere" / "profile"
     target.parent.mkdir()
     target.write_text("export PATH=$HOME/bin:$PATH\n")
-    (workdir / "sdpa.py").unlink()
-    (workdir / "sdpa.py").symlink_to(target)
-    r = cli("reset", "sdpa")
-    assert r.code == 0, r.text
-    assert target.read_text() == "export PATH=$HOME/bin:$PATH\n"
-    assert not (workdir / "sdpa.py").is_symlink() and "def scaled_dot_product_attention" in (workdir / "sdpa.py").read_text()
-    backups = [p for p in workdir.iterdir() if ".bak-" in p.name]
-    assert len(backups) == 1 and backups[0].read_text() == target.read_text()
-    assert sorted(p.name for p in workdir.iterdir() if p.name.startswith(".")) == []
-
-
-def test_reset_of_a_linked_file_writes_through_no_other_link_shipped_beside_it(cli, workdir, tmp_path):
-    """The link is replaced by a new file: one of a fixed name (.sdpa.py.torchcode-stub) could itself be a link
-    shipped beside sdpa.py, and the stub went through it into its target."""
-    assert cli("start", "sdpa").code == 0
-    target, other = tmp_path / "bashrc", tmp_path / "profile"
-    target.write_text("export A=1\n")
     other.write_text("export B=2\n")
     (workdir / "sdpa.py").unlink()
     (workdir / "sdpa.py").symlink_to(target)
     (workdir / ".sdpa.py.torchcode-stub").symlink_to(other)
-    assert cli("reset", "sdpa").code == 0
-    assert target.read_text() == "export A=1\n" and other.read_text() == "export B=2\n"
+    r = cli("reset", "sdpa")
+    assert r.code == 0, r.text
+    assert target.read_text() == "export PATH=$HOME/bin:$PATH\n" and other.read_text() == "export B=2\n"
     assert not (workdir / "sdpa.py").is_symlink() and "def scaled_dot_product_attention" in (workdir / "sdpa.py").read_text()
     assert (workdir / "sdpa.py").stat().st_mode & 0o777 == 0o666 & ~_umask()  # as a file written in place
+    backups = [p for p in workdir.iterdir() if ".bak-" in p.name]
+    assert len(backups) == 1 and backups[0].read_text() == target.read_text()
+    assert sorted(p.name for p in workdir.iterdir() if p.name.startswith(".")) == [".sdpa.py.torchcode-stub"]
 
 
 def _umask() -> int:
