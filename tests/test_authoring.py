@@ -17,6 +17,9 @@ def test_new_scaffolds_a_problem_that_validates(cli, workdir):
     assert r.code == 0, r.text
     assert (workdir / "problems" / "alibi" / "problem.toml").is_file()
     assert (workdir / "solutions" / "alibi.py").is_file() and (workdir / "templates" / "alibi.py.j2").is_file()
+    r = cli("show", "alibi")  # the pack is this folder, not named: said so (it was "Did you mean: ...")
+    assert r.code == 2 and "no problem named 'alibi'. It is in the problem pack .: add --problems-dir ." in " ".join(
+        r.err.split()), r.text
     r = cli("new", "alibi_layer", "--kind", "module")
     assert r.code == 0, r.text
     r = cli("validate", "--problems-dir", ".", "--seeds", "2")

@@ -20,12 +20,35 @@ class ProblemNotFound(TorchcodeError):
 
         close = difflib.get_close_matches(problem_id, known, n=3)
         msg = f"no problem named '{problem_id}'."
-        if close:
+        here = _pack_holding(problem_id)
+        if here is not None:  # an author in their pack, or a learner beside it, who left out --problems-dir
+            msg += (f" It is in the problem pack {here}: add --problems-dir {here} (or once for this shell: "
+                    f"export TORCHCODE_PROBLEMS={here.resolve()})")
+        elif close:
             msg += " Did you mean: " + ", ".join(close) + "?"
         else:
             msg += " Run `torchcode list` to see them all."
         super().__init__(msg)
         self.problem_id = problem_id
+
+
+def _pack_holding(problem_id: str):
+    """This folder, or a pack folder in it, when it holds problems/<problem_id>/problem.toml (not yet named)."""
+    from pathlib import Path
+
+    if not problem_id.replace("_", "").isalnum():  # never a path taken from what was typed
+        return None
+    try:
+        packs = [Path("."), *sorted(p for p in Path(".").iterdir() if p.is_dir() and not p.name.startswith("."))]
+    except OSError:  # this folder cannot be listed
+        packs = [Path(".")]
+    for pack in packs:
+        try:
+            if (pack / "problems" / problem_id / "problem.toml").is_file():
+                return pack
+        except OSError:
+            continue
+    return None
 
 
 class SpecError(TorchcodeError):
