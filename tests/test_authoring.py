@@ -160,14 +160,17 @@ def test_validate_names_an_authors_slips_in_their_terms(cli, tmp_path):
     _variant_of_good_attention(pack, "overflows_float16", overflows_float16)
     _variant_of_good_attention(pack, "no_steps", lambda f: edit(  # every submission, the stub too, passed it
         f / "cases.py", "Case(steps=[Call(rng.randn(1, 1, 8), rng.randn(1, 1, 8), rng.randn(1, 1, 8))])", "Case(steps=[])"))
+    (pack / "templates" / "no_steps.py.j2").write_text((pack / "templates" / "no_steps.py.j2").read_text() + "{% if %}\n")
     _variant_of_good_attention(pack, "misnamed_reference", lambda f: None)
     edit(pack / "solutions" / "misnamed_reference.py", "def good_attention(", "def attention(")
     r = cli("validate", "--problems-dir", str(pack), "--seeds", "1")
     assert r.code == 1 and "Traceback" not in r.text, r.text
     out = " ".join(r.out.split())
     assert "6 of 6 problems failed validation" in out, r.out
+    no_steps = " ".join(_part(r.out, "no_steps").split())
     assert "case 'single_token' has no steps file: ../pack/problems/no_steps/cases.py fix: give it at least one " \
-        "Call(...)" in " ".join(_part(r.out, "no_steps").split())
+        "Call(...)" in no_steps, no_steps
+    assert "the template does not render: Expected an expression, got 'end of statement block' (line " in no_steps
     assert ("the reference does not define `good_attention` (the [entry] name in problem.toml) file: "
             "../pack/solutions/misnamed_reference.py fix: name its function `good_attention`, or change [entry] "
             "name") in " ".join(_part(r.out, "misnamed_reference").split())

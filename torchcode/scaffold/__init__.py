@@ -54,7 +54,9 @@ def _render_stub(spec: ProblemSpec, header: str | None = None) -> str:
     try:
         text = env.from_string(source).render(header=header, spec=spec, entry=spec.entry)
     except jinja2.TemplateError as e:
-        raise SpecError(spec.template_path, None, f"the template does not render: {e}") from None
+        line = f" (line {e.lineno})" if getattr(e, "lineno", None) else ""  # a syntax error knows its line
+        raise SpecError(spec.template_path, None, f"the template does not render: {e}{line}",
+                        "fix the jinja2 syntax ({{ header }} is the statement as a docstring)") from None
     try:
         compile(text, str(spec.template_path), "exec")
     except SyntaxError as e:
