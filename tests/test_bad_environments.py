@@ -177,7 +177,7 @@ def test_reset_in_a_read_only_folder_loses_nothing(cli, workdir, read_only):
 def test_reset_of_a_linked_file_replaces_the_link_never_its_target(cli, workdir, tmp_path):
     """sdpa.py is a symlink (a starter repo can ship one pointing anywhere: ~/.bashrc): reset (and serve's Convert to
     UTF-8, the same write) puts the stub in place of the link, keeps the content as a backup, and leaves the target
-    as it was (it wrote the stub through the link, into the target). The stub goes to a new file first, of a name
+    as it was (it wrote the stub through the link, into the target); the backup is the link. The stub goes to a new file first, of a name
     no one chose: a fixed one (.sdpa.py.torchcode-stub) could be a second link shipped beside it (the stub went
     through that one)."""
     assert cli("start", "sdpa").code == 0
@@ -193,8 +193,9 @@ def test_reset_of_a_linked_file_replaces_the_link_never_its_target(cli, workdir,
     assert target.read_text() == "export PATH=$HOME/bin:$PATH\n" and other.read_text() == "export B=2\n"
     assert not (workdir / "sdpa.py").is_symlink() and "def scaled_dot_product_attention" in (workdir / "sdpa.py").read_text()
     assert (workdir / "sdpa.py").stat().st_mode & 0o777 == 0o666 & ~_umask()  # as a file written in place
-    backups = [p for p in workdir.iterdir() if ".bak-" in p.name]
-    assert len(backups) == 1 and backups[0].read_text() == target.read_text()
+    backups = [p for p in workdir.iterdir() if ".bak-" in p.name]  # the link itself: the target's content (any
+    # file of the learner's) is not copied into a folder they may commit and push
+    assert len(backups) == 1 and backups[0].is_symlink() and backups[0].resolve() == target.resolve()
     assert sorted(p.name for p in workdir.iterdir() if p.name.startswith(".")) == [".sdpa.py.torchcode-stub"]
 
 

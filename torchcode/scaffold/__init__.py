@@ -78,7 +78,10 @@ def backup(path: Path) -> Path:
         n += 1
         target = path.with_name(f"{path.name}.bak-{stamp}-{n}")
     try:
-        shutil.copy2(path, target)
+        if path.is_symlink():  # the link itself: its target is left as it is, and its content (any file of
+            os.symlink(os.readlink(path), target)  # yours, ~/.ssh/id_rsa) is not copied into this folder
+        else:
+            shutil.copy2(path, target)
     except OSError:
         target.unlink(missing_ok=True)  # no half backup beside the file
         raise
