@@ -120,6 +120,11 @@ def test_a_students_folder_is_read_once_for_all_their_submissions(tmp_path, monk
     assert sorted(n for n in reads if n.endswith(".bin")) == sorted(f"part{i}.bin" for i in range(20))  # once each
     monkeypatch.setattr(Path, "read_bytes", real)
     assert [s.folder for s in found.submissions] == [folder_digest(alice, s.path) for s in found.submissions]
+    # what a grade never reads changes nothing: Finder's .DS_Store (rewritten as the instructor browses), checkpoints
+    (alice / ".DS_Store").write_bytes(b"\0\0\0\1Bud1")
+    (alice / "data" / ".ipynb_checkpoints").mkdir()
+    (alice / "data" / ".ipynb_checkpoints" / "x-checkpoint.ipynb").write_text("{}")
+    assert [folder_digest(alice, s.path) for s in found.submissions] == [s.folder for s in found.submissions]
 
 
 def test_a_helper_beside_a_submission_is_part_of_what_it_is_graded_on(tmp_path):

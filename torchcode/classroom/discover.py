@@ -132,7 +132,8 @@ def folder_digest(folder: Path, submission: Path, hashed: dict | None = None) ->
     submissions: a folder of many files is read once, not once per submission)."""
     hashed = {} if hashed is None else hashed
     h, seen = hashlib.sha256(), 0
-    todo = [p for p in sorted(folder.iterdir()) if p.name != submission.name and p.name not in ("__pycache__",)]
+    # what a grade never reads (Finder's .DS_Store, Jupyter's checkpoints, caches) changes no digest
+    todo = [p for p in sorted(folder.iterdir()) if p.name != submission.name and p.name not in IGNORED]
     while todo and seen < MAX_FOLDER_ENTRIES:
         p, seen = todo.pop(0), seen + 1
         rel = p.relative_to(folder).as_posix()
@@ -142,7 +143,7 @@ def folder_digest(folder: Path, submission: Path, hashed: dict | None = None) ->
                 h.update(f"link {rel} -> {p.readlink()}\n".encode(errors="backslashreplace"))
             elif stat.S_ISDIR(st.st_mode):
                 h.update(f"dir {rel}\n".encode(errors="backslashreplace"))
-                todo += [c for c in sorted(p.iterdir()) if c.name != "__pycache__"]
+                todo += [c for c in sorted(p.iterdir()) if c.name not in IGNORED]
             elif stat.S_ISREG(st.st_mode) and st.st_size <= MAX_FILE:
                 key = (rel, st.st_size, st.st_mtime_ns)
                 if key not in hashed:
