@@ -440,6 +440,7 @@ def test_gpu_dry_run_puts_its_advice_in_the_feedback(tmp_path):
                           ("cal", "from mykernels import causal_attention  # noqa: F401\n")):
         (tmp_path / "class" / student).mkdir(parents=True)
         (tmp_path / "class" / student / "causal_attention.py").write_text(text)
+        (tmp_path / "class" / student / "notes.txt").write_text("my notes")  # one line for all three, not three
     (tmp_path / "class" / "cal" / "mykernels.py").write_text(reference)  # a module of the student's own, beside it
     out = tmp_path / "out"
     # no --problems: the assignment is what the class handed in (the course's 11 others were 'missing' rows for all)
@@ -449,6 +450,7 @@ def test_gpu_dry_run_puts_its_advice_in_the_feedback(tmp_path):
     assert "Grading the problems the class submitted: causal_attention (--problems" in " ".join(p.stdout.split())
     # listed, but not as if it were ignored: cal's kernel imports it (accepted below)
     assert "cal/mykernels.py: not a problem being graded (a module the student's files may import)" in p.stdout
+    assert "notes.txt in 3 student folders (ann, ben, cal): not a .py file" in p.stdout and "ann/notes" not in p.stdout
     assert {k: r["verdict"] for k, r in grades(out).items()} == {("ann", "causal_attention"): "accepted",
                                                                   ("ben", "causal_attention"): "accepted",
                                                                   ("cal", "causal_attention"): "accepted"}

@@ -223,8 +223,32 @@ def _header(con: Console, found: Discovery, problems: list[str], seed: int) -> N
         n = len(found.unknown)
         con.print(f"{n} file{'s' * (n != 1)} or folder{'s' * (n != 1)} {'are' if n != 1 else 'is'} not "
                   f"{'submissions' if n != 1 else 'a submission'} (skipped):", highlight=False)
-        for u in found.unknown:
-            con.print(f"  {inert(u)}", highlight=False, markup=False)
+        for line in _grouped(found.unknown):
+            con.print(f"  {inert(line)}", highlight=False, markup=False)
+
+
+def _grouped(unknown: list[str], at_least: int = 3) -> list[str]:
+    """The same file skipped for the same reason in many student folders (a notes.txt, another course's problem)
+    is one line naming how many and the first few, not one line per student (grades.json lists every one)."""
+    import re
+
+    groups: dict[tuple[str, str], list[str]] = {}
+    for u in unknown:
+        m = re.match(r"^(?P<wrap>(?:.*/)?)(?P<student>[^/]+)/(?P<name>[^/:]+): (?P<why>.*)$", u)
+        if m:
+            groups.setdefault((m["wrap"] + "*/" + m["name"], m["why"]), []).append(m["student"])
+    lines, said = [], set()
+    for u in unknown:
+        m = re.match(r"^(?P<wrap>(?:.*/)?)(?P<student>[^/]+)/(?P<name>[^/:]+): (?P<why>.*)$", u)
+        key = (m["wrap"] + "*/" + m["name"], m["why"]) if m else None
+        if key is None or len(groups[key]) < at_least:
+            lines.append(u)
+        elif key not in said:
+            said.add(key)
+            who = groups[key]
+            lines.append(f"{m['wrap']}{m['name']} in {len(who)} student folders ({', '.join(who[:3])}"
+                         f"{', ...' if len(who) > 3 else ''}): {m['why']}")
+    return lines
 
 
 def _limits(limits) -> dict:
