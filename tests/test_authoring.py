@@ -20,11 +20,12 @@ def test_new_scaffolds_a_problem_that_validates(cli, workdir):
     r = cli("show", "alibi")  # the pack is this folder, not named: said so (it was "Did you mean: ...")
     assert r.code == 2 and "no problem named 'alibi'. It is in the problem pack .: add --problems-dir ." in " ".join(
         r.err.split()), r.text
-    r = cli("new", "alibi_layer", "--kind", "module")
+    r = cli("new", "alibi_layer", "--kind", "module", "--title", 'The "ALiBi" layer \\ biases')  # quotes: valid TOML
     assert r.code == 0, r.text
     r = cli("validate", "--problems-dir", ".", "--seeds", "2")
     assert r.code == 0, r.out
     assert "All 2 problems are valid" in r.out
+    assert 'The "ALiBi" layer \\ biases' in cli("list", "--problems-dir", ".").out
     # the new problem is served like a built-in one
     r = cli("start", "alibi_layer", "--problems-dir", ".")
     assert r.code == 0 and "class AlibiLayer(nn.Module)" in (workdir / "alibi_layer.py").read_text()

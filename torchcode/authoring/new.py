@@ -52,7 +52,19 @@ def new_problem(problem_id: str, kind: str, pack: Path, title: str | None = None
               "title": title or problem_id.replace("_", " ").title()}
     for src, dst in targets.items():
         src += ".tmpl" if src.endswith(".py") else ""  # skeleton sources are not importable Python
-        text = Template((SKELETON / kind / src).read_text(encoding="utf-8")).substitute(values)
+        text = Template((SKELETON / kind / src).read_text(encoding="utf-8")).substitute(_quoted(values, src))
         dst.parent.mkdir(parents=True, exist_ok=True)
         dst.write_text(text, encoding="utf-8")
     return Created(pack, list(targets.values()))
+
+
+def _quoted(values: dict, src: str) -> dict:
+    """The values as the file they go in needs them: a title with quotes or backslashes (`The "ALiBi" layer`)
+    inside a TOML string or a Python docstring (it wrote a problem.toml that did not parse)."""
+    import json
+
+    if src.endswith(".toml"):
+        return {k: json.dumps(v)[1:-1] for k, v in values.items()}  # a JSON string's escapes are TOML's too
+    if src.endswith(".tmpl"):
+        return {k: v.replace("\\", "\\\\").replace('"', '\\"') for k, v in values.items()}
+    return values
