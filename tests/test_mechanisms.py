@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from conftest import FIXTURES, expected_verdict
+from conftest import FIXTURES, ROOT, expected_verdict
 from torchcode.catalog import load_catalog
 
 PACK = FIXTURES / "mechanism_pack"
@@ -125,6 +125,16 @@ def test_view_on_a_non_contiguous_input_says_to_reshape(grader, catalog):
     report = grader.grade(catalog.get("sdpa"), catalog.get("sdpa").folder / "wrong" / "flattens_batch_with_view.py")
     assert report.verdict.value == "runtime_error"
     assert "Use .reshape(...) instead of .view(...), or call .contiguous() first" in report.message
+
+
+def test_a_fill_float16_cannot_hold_says_what_to_fill_with(grader, catalog, tmp_path):
+    """masked_fill(mask == 0, -1e9) (The Annotated Transformer's) raises in float16: the message says why and the fix."""
+    path = tmp_path / "sdpa.py"
+    path.write_text((ROOT / "solutions" / "sdpa.py").read_text().replace('masked_fill(~mask, float("-inf"))',
+                                                                          "masked_fill(mask == 0, -1e9)"))
+    report = grader.grade(catalog.get("sdpa"), path, seed=0, dtypes=["float16"], only=["padding_mask"])
+    assert report.verdict.value == "runtime_error", report.message
+    assert "does not fit this dtype" in report.message and "float('-inf') or torch.finfo" in report.message, report.message
 
 
 def test_a_case_runs_only_in_the_dtypes_it_names(grader, catalog):

@@ -766,6 +766,11 @@ class Worker:
             return {"kind": "runtime", "message": f"your code modified an input in place {stage} ({str(e)[:200]}): the "
                     "caller's tensors must be left unchanged. Use out-of-place operations (`x = x * s`, not `x *= s`; "
                     "`masked_fill`, not `masked_fill_`).", "stage": stage, "traceback": tb}
+        if isinstance(e, RuntimeError) and "cannot be converted to type" in str(e) and "without overflow" in str(e):
+            return {"kind": "runtime", "stage": stage, "traceback": tb, "message": (
+                f"RuntimeError {stage}: {str(e).splitlines()[0][:160]}. A constant does not fit this dtype (float16 "
+                "holds at most 65504 in size): fill masked scores with float('-inf') or torch.finfo(scores.dtype).min, "
+                "not -1e9; the grader runs bfloat16 and float16 too, as a GPU does.")}
         if isinstance(e, RuntimeError) and "view size is not compatible with input tensor's size and stride" in str(e):
             return {"kind": "runtime", "message": f"RuntimeError {stage}: .view() cannot reshape a tensor whose "
                     "memory is not laid out in order. Your inputs may be non-contiguous (a transposed tensor, a slice of a "
