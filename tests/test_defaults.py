@@ -235,3 +235,16 @@ def test_a_scripted_function_is_read_through_its_schema(problems):
         torch._C.ScriptFunction.__call__ = call
     assert msg and "cannot be read" in msg, msg
     assert judged(script) is None
+
+
+def test_a_module_whose_class_has_no_forward_is_told_so(grader, catalog, tmp_path):
+    """A forward set only on the instance in __init__: the interface check reads the class, which has nn.Module's
+    placeholder; it said 'yours is Attention.forward(self, *input: Any) -> None', which the learner never wrote."""
+    src = (ROOT / "solutions" / "minimind_attention.py").read_text()
+    src = src.replace("        self.flash = config.flash_attn", "        self.flash = config.flash_attn\n"
+                      "        self.forward = self.attend").replace("    def forward(", "    def attend(")
+    path = tmp_path / "minimind_attention.py"
+    path.write_text(src)
+    report = grader.grade(catalog.get("minimind_attention"), path, seed=0)
+    assert report.verdict.value == "bad_interface", report.message
+    assert "has no `forward` method in its class" in report.message and "*input" not in report.message, report.message

@@ -29,6 +29,7 @@ from torchcode.grader.protocol import Message, decode, receive
 
 MAX_TRACEBACK = 4000
 _MODULE_DICT = torch.nn.Module.__dict__["__dict__"].__get__  # an instance's own attributes, whatever its class says
+_MODULE_FORWARD = torch.nn.Module.__dict__["forward"]  # nn.Module's placeholder: a class that defines no forward
 
 
 START_FAILED = 70  # exit status of a worker that could not start: never the submission's doing
@@ -563,6 +564,10 @@ class Worker:
             if not (inspect.isclass(self.entry) and issubclass(self.entry, torch.nn.Module)):
                 return f"`{name}` must be a class that subclasses torch.nn.Module"
             init, params = tuple(self.spec["init"]), tuple(self.spec["params"])
+            if defaults.static_attribute(self.entry, "forward") is _MODULE_FORWARD:
+                return (f"`{name}` has no `forward` method in its class: define `def forward(self, ...)` in the class "
+                        "body (a forward set only on the instance, in `__init__`, cannot be checked against the "
+                        "contract before it runs)")
             return (_signature_problem(self.entry.__init__, init, _count(self.spec, "init_positional", init),
                                        f"{name}.__init__", True)
                     or _signature_problem(self.entry.forward, params, _count(self.spec, "positional", params),
