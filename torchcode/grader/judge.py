@@ -567,7 +567,8 @@ def _over_message(worker: WorkerProcess, when: str) -> str:
     from torchcode.grader.sandbox import MAX_SCRATCH_FILES
 
     if worker.memory_over:
-        return (f"your code took {worker.memory_over} more memory {when}, past the limit of {{memory_mb}} MB "
+        return (f"your code's process held {worker.memory_over} more memory than at its start {when} (what earlier "
+                f"calls kept counts too), past the limit of {{memory_mb}} MB "
                 "(--memory-limit). Look for a tensor far larger than the inputs, or one made on the CPU.")
     return (f"your code wrote {worker.scratch_over} {when}: the files it writes (in its scratch directory, where "
             f"temporary files go) may hold at most {{memory_mb}} MB, the memory limit (--memory-limit), in at most "
