@@ -191,14 +191,7 @@ def test_gpu_errors_are_told_in_the_learners_terms(grader, catalog, tmp_path, er
 def test_host_memory_is_bounded_on_cuda(grader, catalog, tmp_path):
     """On CUDA no address-space limit is set: the grader watches the worker's memory (test_worker_start
     simulates this on the CPU). A submission that keeps host memory it should not is stopped."""
-    from test_worker_start import HOARDER
+    from test_worker_start import HOARDER, grade_hoarder
 
-    path = tmp_path / "hoard.py"
-    path.write_text(HOARDER)
-    old, grader.limits = grader.limits, Limits(device="cuda", memory_mb=300)
-    try:
-        report = grader.grade(catalog.get("sdpa"), path, seed=1)
-    finally:
-        grader.limits = old
-    assert report.limits["confined"].get("memory") is True, report.limits
+    report = grade_hoarder(grader, catalog, tmp_path, HOARDER, "cuda")
     assert report.verdict.value == "memory_limit", [(c.name, c.verdict, c.message) for c in report.cases]

@@ -145,24 +145,31 @@ SHARED_HOARDER = HOARDER.replace("import torch\n", "import mmap\n\nimport torch\
     "_kept.append(torch.ones(100_000_000))", "_kept.append(mmap.mmap(-1, 400 << 20)); _kept[-1][::4096] = b'x' * (100 << 10)")  # every page written
 
 
+def grade_hoarder(grader, catalog, tmp_path, source: str, device: str):
+    """Grade ``source`` as sdpa on ``device`` with a 300 MB memory limit; the memory watch must be on."""
+    from torchcode.grader.limits import Limits
+
+    path = tmp_path / "hoard.py"
+    path.write_text(source)
+    old, grader.limits = grader.limits, Limits(device=device, memory_mb=300)
+    try:
+        report = grader.grade(catalog.get("sdpa"), path, seed=1)
+    finally:
+        grader.limits = old
+    assert report.limits["confined"].get("memory") is True, report.limits
+    return report
+
+
 @pytest.mark.parametrize("source", [HOARDER, SHARED_HOARDER], ids=["anonymous", "shared_anonymous"])
 def test_memory_is_bounded_where_no_address_space_limit_can_be_set(grader, catalog, tmp_path, monkeypatch, source):
     """On CUDA the worker maps far more address space than it uses, so its memory limit cannot be an
     RLIMIT_AS: the grader watches the memory it holds from /proc instead, and kills it past the limit with
     a memory-limit verdict. The CPU stands in here for such a device: its address-space limit is left off."""
     from torchcode.grader import judge
-    from torchcode.grader.limits import Limits
     from torchcode.grader.result import Verdict
 
     monkeypatch.setattr(judge, "bounds_address_space", lambda device: False)
-    path = tmp_path / "hoard.py"
-    path.write_text(source)
-    old, grader.limits = grader.limits, Limits(device="cpu", memory_mb=300)
-    try:
-        report = grader.grade(catalog.get("sdpa"), path, seed=1)
-    finally:
-        grader.limits = old
-    assert report.limits["confined"].get("memory") is True, report.limits
+    report = grade_hoarder(grader, catalog, tmp_path, source, "cpu")
     bad = [c for c in report.cases if c.verdict is Verdict.MEMORY_LIMIT]
     assert report.verdict is Verdict.MEMORY_LIMIT and bad, [(c.name, c.verdict, c.message) for c in report.cases]
     assert "more memory than at its start" in bad[0].message and "limit of 300 MB" in bad[0].message, bad[0].message
