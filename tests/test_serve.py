@@ -3,6 +3,7 @@ with the learner's files and progress (the browser flow itself is in test_serve_
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 import time
 
@@ -581,3 +582,22 @@ def test_ctrl_c_while_the_grading_session_starts_stops_at_once(tmp_path):
     while any(_alive(p) for p in session) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(_alive(p) for p in session), "the grading session outlived the server"
+
+
+def test_ctrl_c_pressed_twice_after_a_check_is_quiet(tmp_path):
+    """The usual end of a session: a check done, the grading session warm and idle, then Ctrl-C, pressed twice
+    by an impatient learner. uvicorn hands the Ctrl-Cs back once it has stopped; the KeyboardInterrupt that ends
+    the command then cut Starlette's lifespan short, which logged a CancelledError traceback to the terminal."""
+    import signal
+
+    (tmp_path / "ws").mkdir()
+    shutil.copy(ROOT / "solutions" / "sdpa.py", tmp_path / "ws" / "sdpa.py")
+    s = start_server(tmp_path / "ws", tmp_path / "home")
+    status, _, events = s.request("POST", "/api/p/sdpa/check", body={})
+    assert status == 200 and events[-1]["report"]["verdict"] == "accepted", events[-1]
+    s.proc.send_signal(signal.SIGINT)
+    time.sleep(0.05)
+    assert stop_server(s, timeout=30) == 130, "".join(s.output)  # the second Ctrl-C
+    out = "".join(s.output)
+    assert "Traceback" not in out and "CancelledError" not in out, out
+    assert "torchcode serve stopped" in out, out

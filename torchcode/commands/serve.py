@@ -99,13 +99,17 @@ def _server_class(uvicorn):
 
 
 class _CutStream(logging.Filter):
-    """A stream uvicorn had to cut at shutdown is no error of the learner's: its traceback never reaches
-    the terminal (the page was told, or is gone with the server)."""
+    """What Ctrl-C cuts short is no error of the learner's, and its traceback never reaches the terminal: a
+    stream uvicorn had to cut at shutdown (the page was told, or is gone with the server), and Starlette's
+    lifespan, cancelled when a second Ctrl-C ends the command before the lifespan has finished (Starlette
+    reports that as a "shutdown failed" message holding the traceback's text)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
-        cut = isinstance(record.msg, str) and "timeout graceful shutdown exceeded" in record.msg
-        return not (cut or isinstance(exc, asyncio.CancelledError))
+        text = record.msg if isinstance(record.msg, str) else ""
+        cut = "timeout graceful shutdown exceeded" in text
+        cancelled = text.startswith("Traceback") and text.rstrip().endswith(("CancelledError", "KeyboardInterrupt"))
+        return not (cut or cancelled or isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)))
 
 
 def _quiet_cut_streams() -> None:
