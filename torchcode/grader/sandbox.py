@@ -323,41 +323,48 @@ class WorkerProcess:
         """Kill the worker once the files under ``folder`` (its scratch directory, where temporary files
         go) hold more than ``max_bytes`` or number more than MAX_SCRATCH_FILES: disk, or memory where the
         folder is a tmpfs, that no rlimit counts (RLIMIT_FSIZE caps each file, not how many). Why it was
-        killed is left in ``scratch_over``. Polls from a thread until the worker is finished."""
-        def watch():
-            while self.exit is None:
-                size, count = _tree_size(folder, MAX_SCRATCH_FILES + 1)
-                if size > max_bytes or count > MAX_SCRATCH_FILES:
-                    self.scratch_over = (f"{size / 2**20:.0f} MB in {count} files" if count <= MAX_SCRATCH_FILES
-                                         else f"more than {MAX_SCRATCH_FILES} files")
-                    self.kill()
-                    return
-                time.sleep(every)
+        killed is left in ``scratch_over``."""
+        def over():
+            size, count = _tree_size(folder, MAX_SCRATCH_FILES + 1)
+            if count > MAX_SCRATCH_FILES:
+                return f"more than {MAX_SCRATCH_FILES} files"
+            return f"{size / 2**20:.0f} MB in {count} files" if size > max_bytes else ""
 
-        threading.Thread(target=watch, name=f"torchcode-scratch-{self.pid}", daemon=True).start()
+        self._watch("scratch", over, every)
 
     def watch_memory(self, max_bytes: int, every: float = 0.05) -> bool:
         """Kill the worker once it holds ``max_bytes`` more memory than it does now: the memory limit where
         no address-space limit can be set (CUDA maps far more address space than memory). Measured from
         here, in /proc, so nothing the worker does can hide it. Why it was killed is left in
-        ``memory_over``. Polls from a thread until the worker is finished. False: it cannot be measured."""
+        ``memory_over``. False: it cannot be measured."""
         base = _resident_bytes(self.pid)
         if base is None:
             return False
 
+        def over():
+            held = _resident_bytes(self.pid)
+            if held is None:
+                return None  # gone: nothing left to watch
+            return f"{(held - base) / 2**20:.0f} MB" if held - base > max_bytes else ""
+
+        self._watch("memory", over, every)
+        return True
+
+    def _watch(self, what: str, over, every: float) -> None:
+        """Poll ``over()`` from a thread until the worker is finished: a reason ('' while within bounds, None
+        to stop watching) kills the worker and is left in ``{what}_over``."""
         def watch():
             while self.exit is None:
-                held = _resident_bytes(self.pid)
-                if held is None:
+                why = over()
+                if why is None:
                     return
-                if held - base > max_bytes:
-                    self.memory_over = f"{(held - base) / 2**20:.0f} MB"
+                if why:
+                    setattr(self, f"{what}_over", why)
                     self.kill()
                     return
                 time.sleep(every)
 
-        threading.Thread(target=watch, name=f"torchcode-memory-{self.pid}", daemon=True).start()
-        return True
+        threading.Thread(target=watch, name=f"torchcode-{what}-{self.pid}", daemon=True).start()
 
     def finish(self, grace: float = 1.0) -> ExitInfo:
         """Ask it to leave, wait up to ``grace`` s, kill its whole group, return how it ended."""
