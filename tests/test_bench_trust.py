@@ -122,3 +122,31 @@ def test_grade_bench_ranks_only_trusted_times(tmp_path):
         assert sheet[cheat]["rank"] == "" and sheet[cheat]["x_ref"] == "" and sheet[cheat]["ms"] == "", sheet[cheat]
         assert f"not timed: {cheat}/sdpa.py" in p.stdout, p.stdout
     assert "does not match the reference" in p.stdout and "malformed result" in p.stdout
+
+
+def test_the_cpu_clock_survives_threads_that_end_while_it_reads():
+    """A thread ending between the listing of /proc/PID/task and the read of its schedstat made the reading
+    None, and bench fell back to the wall clock (seen under load: `"clock": "wall"`)."""
+    import os
+    import threading
+
+    from torchcode.grader.bench import _cpu_seconds
+
+    stop = threading.Event()
+
+    def churn():
+        while not stop.is_set():
+            short = [threading.Thread(target=lambda: None) for _ in range(8)]
+            for t in short:
+                t.start()
+            for t in short:
+                t.join()
+
+    churner = threading.Thread(target=churn)
+    churner.start()
+    try:
+        readings = [_cpu_seconds(os.getpid()) for _ in range(3000)]
+    finally:
+        stop.set()
+        churner.join()
+    assert None not in readings

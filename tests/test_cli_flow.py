@@ -52,7 +52,9 @@ def test_wrong_answer_report_names_case_error_and_seed(cli, workdir):
     r = cli("check", "sdpa")
     assert r.code == 1
     assert "Wrong answer" in r.out and "batched_3d" in r.out
-    assert "expected" in r.out and "max abs err" in r.out
+    assert "max abs err" in r.out  # the case table's numbers
+    # the explained case is a plain mismatch (expected vs got) or, on some seeds, sdpa's scale property
+    assert "expected" in r.out or "sqrt" in r.out, r.out
     seed = r.out.split("seed ")[1].split(":")[0]
     again = cli("check", "sdpa", "--seed", seed, "--json")
     first = json.loads(again.out)

@@ -145,9 +145,11 @@ def test_seccomp_refuses_processes_threads_and_signals_but_not_ordinary_work():
             "kill parent": attempt(lambda: os.kill(parent, 0)),
             "stop parent": attempt(lambda: os.kill(parent, signal.SIGSTOP)),
             "kill everyone": attempt(lambda: os.kill(-1, 0)),
-            "F_SETOWN parent": attempt(lambda: fcntl.fcntl(socket.socket(socket.AF_UNIX).fileno(), fcntl.F_SETOWN, parent)),
+            "F_SETOWN parent": attempt(lambda: fcntl.fcntl(socket.socketpair()[0].fileno(), fcntl.F_SETOWN, parent)),
             "inet socket": attempt(lambda: socket.socket(socket.AF_INET)),
-            "unix socket": attempt(lambda: socket.socket(socket.AF_UNIX).close()),
+            "unix socket": attempt(lambda: socket.socket(socket.AF_UNIX)),
+            "socketpair": attempt(lambda: [s.close() for s in socket.socketpair()]),
+            "datagram socketpair": attempt(lambda: socket.socketpair(type=socket.SOCK_DGRAM)),
             "kill self": attempt(lambda: os.kill(os.getpid(), 0)),
             "raise": attempt(lambda: signal.raise_signal(signal.SIGWINCH)),
             "file io": attempt(lambda: open("/proc/self/status").read()),
@@ -155,11 +157,11 @@ def test_seccomp_refuses_processes_threads_and_signals_but_not_ordinary_work():
 
     out, status = in_child(body)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, (status, out)
-    refused = {"fork", "exec", "kill parent", "stop parent", "kill everyone", "F_SETOWN parent"}
+    refused = {"fork", "exec", "kill parent", "stop parent", "kill everyone", "F_SETOWN parent", "datagram socketpair"}
     assert {k for k, v in out.items() if v == "EPERM"} == refused, out
     assert out["thread"].startswith("RuntimeError"), out
-    assert all(out[k] == "ok" for k in ("kill self", "raise", "file io", "unix socket")), out
-    assert out["inet socket"] == "EACCES", out  # no network
+    assert all(out[k] == "ok" for k in ("kill self", "raise", "file io", "socketpair")), out
+    assert out["inet socket"] == out["unix socket"] == "EACCES", out  # no network, no other program's socket
 
 
 @needs_seccomp

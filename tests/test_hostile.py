@@ -733,3 +733,83 @@ def test_a_helper_module_is_scanned_as_the_file_is(grader, catalog, tmp_path):
         "    return attend(Q, K, V)\n")
     report = grader.grade(spec, tmp_path / "flash_attention.py")
     assert report.verdict.value == "forbidden_call" and "helpers.zip is a zip archive" in report.message, report.message
+
+
+@needs_confinement
+def test_a_worker_reaches_no_unix_socket_of_another_program(grader, catalog, tmp_path):
+    """Landlock does not cover connecting to a unix socket by its path: a confined worker connected to any socket
+    of its user on the machine (a desktop's D-Bus session bus starts any command outside the sandbox, docker.sock
+    any container), and a datagram socket can send to one with sendto. Here a stream and a datagram socket of
+    another program listen beside the file: no connection, no datagram, and the grade goes on."""
+    import socket
+
+    stream, datagram = socket.socket(socket.AF_UNIX), socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    stream.bind(str(tmp_path / "bus.sock"))
+    stream.listen(1)
+    datagram.bind(str(tmp_path / "log.sock"))
+    for s in (stream, datagram):
+        s.setblocking(False)
+    (tmp_path / "sdpa.py").write_text(
+        "import os\nimport socket\n\n"
+        "here, got = os.path.dirname(__file__), []\n"
+        "for name, reach in (\n"
+        "        ('connect', lambda: socket.socket(socket.AF_UNIX).connect(os.path.join(here, 'bus.sock'))),\n"
+        "        ('sendto', lambda: socket.socketpair(type=socket.SOCK_DGRAM)[0].sendto(\n"
+        "            b'x', os.path.join(here, 'log.sock')))):\n"
+        "    try:\n"
+        "        reach()\n"
+        "        got.append(name + ' reached')\n"
+        "    except OSError as e:\n"
+        "        got.append(f'{name} refused ({e.errno})')\n"
+        "raise RuntimeError('; '.join(got))\n")
+    try:
+        report = grader.grade(catalog.get("sdpa"), tmp_path / "sdpa.py")
+        assert report.verdict.value == "runtime_error", report.message
+        assert "connect refused" in report.message and "sendto refused" in report.message, report.message
+        with pytest.raises(BlockingIOError):
+            stream.accept()
+        with pytest.raises(BlockingIOError):
+            datagram.recv(16)
+    finally:
+        stream.close()
+        datagram.close()
+
+
+def test_a_zip_member_nested_a_thousand_folders_deep_is_skipped(tmp_path):
+    """A student's member at alice/a/a/.../notes.txt, 1100 folders deep: making its folders (pathlib's mkdir with
+    parents recurses once per level) raised RecursionError, and `torchcode grade` of the class ended with a
+    traceback. It is skipped, said so, and the student's submission is unpacked."""
+    import zipfile
+
+    from torchcode.classroom.discover import unzip
+
+    archive = tmp_path / "class.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("alice/sdpa.py", _solution("sdpa").read_text())
+        z.writestr("alice/" + "a/" * 1100 + "notes.txt", "deep")
+    skipped = unzip(archive, tmp_path / "out")
+    assert (tmp_path / "out" / "alice" / "sdpa.py").is_file()
+    assert len(skipped) == 1 and "nested more than" in skipped[0], skipped
+
+
+def test_a_helper_named_like_a_module_the_session_imports_never_runs_unconfined(tmp_path, monkeypatch):
+    """`watch`, `serve` and Jupyter grade through a session process started with `python -m` in the learner's
+    folder, which put that folder first on its sys.path: a helper module there named like one the session
+    imports (json.py) ran in that unconfined process when it started, with the user's rights. Not any more."""
+    from torchcode.grader.limits import Limits
+    from torchcode.session import Session
+
+    (tmp_path / "json.py").write_text(
+        "import os\nimport sys\n\n"
+        "here = os.path.dirname(os.path.abspath(__file__))\n"
+        "open(os.path.join(here, 'RAN_UNCONFINED'), 'w').close()\n"
+        "sys.path[:] = [p for p in sys.path if os.path.abspath(p or '.') != here]\n"
+        "del sys.modules['json']\n"
+        "import json as _json  # noqa: E402  the real one, so that the session still starts\n"
+        "sys.modules['json'] = _json\n")
+    (tmp_path / "sdpa.py").write_text(_solution("sdpa").read_text())
+    monkeypatch.chdir(tmp_path)
+    with Session(limits=Limits(device="cpu")) as s:
+        report = s.grade("sdpa", path=tmp_path / "sdpa.py", seed=1)
+    assert report.verdict.value == "accepted", report.message
+    assert not (tmp_path / "RAN_UNCONFINED").exists()

@@ -133,7 +133,8 @@ def test_notebook_wrong_then_fixed_then_status(cli, workdir, torchcode_home, jup
     assert "Not implemented yet" in _text(stub), _text(stub)
 
     text = _text(wrong)
-    assert "Wrong answer" in text and "does not match the reference" in text, text
+    # WRONG tiles the KV heads (0, 1, 0, 1): the group property explains it in the learner's terms
+    assert "Wrong answer" in text and "Repeat each KV head n_rep times in a row" in text, text
     assert "%%torchcode gqa --seed" in text and "torchcode check" not in text  # how to reproduce, in the notebook
     assert "Wrong answer" in _html(wrong) and "<pre" in _html(wrong)  # drawn as HTML in the notebook
 

@@ -74,6 +74,20 @@ class {cls}(nn.Module):
      "bad_interface", ["must take (Q, K, V, mask=...)", "passed by keyword with exactly these names"]),
     ("sdpa", "def scaled_dot_product_attention(Q, K, V, mask=None, /):\n    raise NotImplementedError",
      "bad_interface", ["must accept `mask` by keyword"]),
+    # optional parameters may be passed by position too (the contract's signature allows it)
+    ("sdpa", "def scaled_dot_product_attention(Q, K, V, *, mask=None):\n    raise NotImplementedError",
+     "bad_interface", ["must accept `mask` by position too", "callers may write (Q, K, V, mask)"]),
+    ("rope", "def apply_rope(q, k, *args, base=10000.0):\n    raise NotImplementedError",
+     "bad_interface", ["must accept `base` by position too", "move `base` before them"]),
+    ("linear_attention", "def linear_attention(Q, K, V, **options):\n    raise NotImplementedError",
+     "bad_interface", ["must accept `eps` by position too", "only by keyword, through `**`"]),
+    ("linear_attention", "import functools\ndef _la(Q, K, V, eps=1e-5):\n    raise NotImplementedError\n"
+     "linear_attention = functools.partial(_la, eps=1e-6)\n", "bad_interface",
+     ["must accept `eps` by position too"]),  # a partial's keyword makes it keyword-only: f(Q, K, V, 1e-6) raises
+    ("minimind_attention", MODULE_BODY.format(cls="Attention", init="self, args", fwd=(
+        "self, x, pos, past_key_value=None, *, use_cache=False, attention_mask=None")), "bad_interface",
+     ["`Attention.forward` must accept `use_cache` by position too",
+      "(x, position_embeddings, past_key_value, use_cache)"]),
     ("sliding_window", "def sliding_window_attention(Q, K, V):\n    raise NotImplementedError",
      "bad_interface", ["must take (Q, K, V, window_size)", "yours is sliding_window_attention(Q, K, V)"]),
     ("mha", MODULE_BODY.format(cls="MultiHeadAttention", init="self, d_model", fwd="self, Q, K, V"),
@@ -147,6 +161,40 @@ def test_a_case_runs_only_in_the_dtypes_it_names(grader, catalog):
     assert "very_negative_own_score [float16]" in names  # the others run in every dtype
 
 
+TABLE_OF_256 = """
+import math
+import torch
+
+_FUTURE = torch.ones(256, 256, dtype=torch.bool).triu(1)  # a table made for 256 tokens: past it nothing is masked
+
+
+def causal_attention(Q, K, V):
+    S, D = Q.shape[-2:]
+    future = torch.zeros(S, S, dtype=torch.bool, device=Q.device)
+    n = min(S, 256)
+    future[:n, :n] = _FUTURE[:n, :n]
+    s = (Q @ K.transpose(-2, -1) / math.sqrt(D)).masked_fill(future, float("-inf"))
+    return torch.softmax(s, dim=-1) @ V
+"""
+
+
+def test_a_low_precision_only_case_tells_precision_from_a_plain_error(grader, catalog, tmp_path):
+    """causal_attention's 300-token case runs in bfloat16 only (its targets speak of bfloat16's whole numbers). A
+    plain error it alone shows (a mask table of 256 tokens) fails in float32 too when run once more: the message says
+    it is no matter of precision. Positions counted in bfloat16 pass in float32: nothing of the kind is said."""
+    spec = catalog.get("causal_attention")
+    path = tmp_path / "causal_attention.py"
+    path.write_text(TABLE_OF_256)
+    only = ["long_sequence_positions"]
+    report = grader.grade(spec, path, seed=0, dtypes=["float32", "bfloat16"])
+    assert report.verdict.value == "wrong_answer", report.message
+    assert [c.name for c in report.cases if not c.passed] == ["long_sequence_positions [bfloat16]"], report.message
+    assert "fails in float32 too (run once more to tell): not a matter of bfloat16's precision" in report.message
+    report = grader.grade(spec, spec.folder / "wrong" / "positions_in_input_dtype.py", seed=0, only=only,
+                          dtypes=["bfloat16"])
+    assert report.verdict.value == "wrong_answer" and "float32 too" not in report.message, report.message
+
+
 def test_cases_run_in_a_seeded_order_and_are_reported_in_definition_order(grader):
     """A band cached by length: whichever same-length case runs second fails, and the message says why."""
     path = PACK / "problems" / "banded" / "wrong" / "band_cached_by_length.py"
@@ -210,10 +258,11 @@ def test_report_explains_the_case_that_names_the_bug(cli, workdir, grader, catal
     assert "Case mha_extreme" in r.out and "look for a mistake they share" in r.out, r.out
     failing = [c for c in report["cases"] if c["verdict"] != "accepted"]
     assert r.out.count("elements off, max abs err") == len(failing) > 1
-    # a mistake only some cases show: the first of them, whose targets name it
+    # a mistake only some cases show: the one whose property names it
     tiled = catalog.get("gqa").folder / "wrong" / "tiled_kv_heads.py"
     report = grader.grade(catalog.get("gqa"), tiled, seed=7).to_dict()
-    assert report["verdict"] == "wrong_answer" and report["explained"] == "grouped_8_2", report["explained"]
+    assert report["verdict"] == "wrong_answer" and report["explained"] == "group_shares_kv_head", report["explained"]
+    assert report["message"].startswith("query heads 0 and 1 had identical queries"), report["message"]
 
 
 def test_report_explains_a_first_run_failure_before_new_values_that_fail_anywhere():
@@ -271,3 +320,30 @@ def test_json_report_only_gains_fields(cli, workdir, catalog):
             "load_seconds", "output", "sha256", "limits", "message", "explained"} <= set(report)
     assert {"name", "verdict", "targets", "message", "mismatch", "traceback", "seconds", "replay"} <= set(
         report["cases"][0])
+
+
+def test_a_sibling_is_built_only_for_module_problems_and_its_names_are_checked(catalog):
+    """Case(sibling=...) builds another instance beside the case's own (a model's other layer), so a setting kept on
+    the class shows; a function problem has no instance to build, and a typo in its arguments is the author's."""
+    from torchcode.errors import SpecError
+    from torchcode.grader.cases import Call, Case, CaseDef
+    from torchcode.grader.problem import Problem
+
+    fn = Problem(catalog.get("sdpa"))
+    bad = CaseDef("with_sibling", "", lambda rng: Case(
+        steps=[Call(rng.randn(2, 3), rng.randn(2, 3), rng.randn(2, 3))], sibling=dict(d_model=8)))
+    with pytest.raises(SpecError) as e:
+        fn.build(bad, seed=3)
+    assert "case 'with_sibling'" in str(e.value) and "only module problems" in str(e.value), str(e.value)
+
+    mod = Problem(catalog.get("mha"))
+    typo = CaseDef("typo", "", lambda rng: Case(
+        init=dict(d_model=8, num_heads=2), steps=[Call(*(rng.randn(1, 3, 8) for _ in range(3)))],
+        sibling=dict(d_model=8, num_head=4)))
+    with pytest.raises(SpecError) as e:
+        mod.build(typo, seed=3)
+    assert "`num_head=`" in str(e.value) and "num_heads" in str(e.value), str(e.value)
+    good = CaseDef("good", "", lambda rng: Case(
+        init=dict(d_model=8, num_heads=2), steps=[Call(*(rng.randn(1, 3, 8) for _ in range(3)))],
+        sibling=dict(d_model=8, num_heads=4)))
+    assert mod.build(good, seed=3).gold  # the reference ran beside its sibling

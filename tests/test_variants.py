@@ -58,3 +58,20 @@ def test_stub_is_not_implemented(grader, pid, tmp_path):
 
 def test_variant_files_live_in_the_source_tree():
     assert all(str(p).startswith(str(ROOT)) for _, p in VARIANTS)
+
+
+@pytest.mark.parametrize("seed", [1, 921004993])
+def test_huge_own_scores_grade_only_the_first_token(grader, seed):
+    """A correct kernel's bfloat16 rounding moves scores near 1e5 by hundreds: the rows that mix several such
+    scores are not graded, only the first token's (its one visible score). These seeds rejected this correct
+    variant before (CI, and the blind corpus's q folded with log2(e)/sqrt(d))."""
+    spec = CATALOG.get("minimind_attention")
+    path = spec.folder / "right" / "half_tables_complex.py"
+    only = ["very_negative_own_score", "own_score_below_float16_range"]
+    report = grader.grade(spec, path, seed=seed, only=only, dtypes=["float32", "bfloat16", "float16"])
+    assert report.passed, report.message
+    wrong = spec.folder / "wrong" / "fill_minus_1e4.py"
+    report = grader.grade(spec, wrong, seed=seed, only=only, dtypes=["float32", "bfloat16", "float16"])
+    assert report.verdict.value == "wrong_answer", report.message
+    assert report.first_failure.name == "very_negative_own_score", report.first_failure.name
+    assert "16 of 16 elements are off" in report.message and "positions" not in report.message, report.message

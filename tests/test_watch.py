@@ -199,12 +199,16 @@ def test_every_save_is_graded_redrawn_and_recorded(cli, workdir, watching, monke
     assert r.code == 0 and "1 solved" in r.out, r.out
 
 
-def test_a_long_case_is_named_while_it_runs(workdir, watching, torchcode_home):
+def test_a_long_case_is_named_while_it_runs(cli, workdir, watching, torchcode_home):
     start, tmp = watching
     (workdir / "sdpa.py").write_text(SLOW_ONCE)
     w = start("sdpa.py")
     w.wait_for(lambda: "running case " in w.errors())
     assert w.reports() == 0  # named before the report: while it runs
+    # a second watch of the same file (another terminal) graded and recorded every save twice: refused, at once
+    second = cli("watch", "sdpa", "sdpa.py", timeout=30)
+    assert second.code == 2 and f"sdpa.py is already watched by another `torchcode watch` (process {w.p.pid})" \
+        in second.err and "Traceback" not in second.err, second.text
     assert "Accepted" in w.wait_report(1)
     line = next(x for x in w.errors().splitlines() if x.startswith("running case "))
     assert "(float32" in line and " of " in line, line
@@ -237,6 +241,7 @@ def test_ctrl_c_during_a_grade_leaves_nothing(workdir, watching, torchcode_home,
     code, err = w.interrupt(group=group)
     _assert_nothing_left(w, tmp, code, err)
     assert _attempts(torchcode_home) == []  # the grade never finished
+    assert list((torchcode_home / "watching").iterdir()) == []  # its lock file went with it
 
 
 def test_ctrl_c_while_the_session_starts(workdir, watching, torchcode_home):
@@ -384,3 +389,64 @@ def test_gpu_dry_run_advice_on_every_accepted_save(workdir, watching, torchcode_
     assert "Accepted" in report and "would fail on a GPU" not in report, report
     code, err = w.interrupt(group=False)
     _assert_nothing_left(w, tmp, code, err)
+
+
+def test_a_file_system_without_locks_still_watches(tmp_path, monkeypatch):
+    """flock failing for want of locks (ENOLCK: NFS without lockd) is no reason to refuse every watch; only a lock
+    held by another watch refuses (it did refuse all: every OSError read as 'already watched')."""
+    import errno
+    import fcntl
+
+    from torchcode.commands import watch
+    from torchcode.errors import UsageError
+
+    monkeypatch.setenv("TORCHCODE_HOME", str(tmp_path / "home"))
+    f = tmp_path / "gqa.py"
+    f.write_text("")
+    first = watch._the_only_watch(f)
+    assert first is not None
+    with pytest.raises(UsageError, match="already watched"):  # a real second lock, in another open file
+        watch._the_only_watch(tmp_path / "." / "gqa.py")
+    first.close()
+
+    def no_locks(*a):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    assert watch._the_only_watch(f) is None
+
+
+def test_a_watch_removes_its_lock_file_and_a_stale_handle_never_lets_two_in(tmp_path, monkeypatch):
+    """A watch that ends removes its lock file (they piled up in TORCHCODE_HOME/watching/). It removes it while
+    still holding the lock: a watch that opened the file just before, and gets the lock once it is let go, holds a
+    file no longer there, so it opens the new one; two watches of one file never run at once."""
+    import fcntl
+
+    from torchcode.commands import watch
+    from torchcode.errors import UsageError
+
+    monkeypatch.setenv("TORCHCODE_HOME", str(tmp_path / "home"))
+    f = tmp_path / "gqa.py"
+    f.write_text("")
+    first = watch._the_only_watch(f)
+    folder = tmp_path / "home" / "watching"
+    assert len(list(folder.iterdir())) == 1
+    watch._release(first)
+    assert list(folder.iterdir()) == []  # the first watch ended: nothing left
+
+    first = watch._the_only_watch(f)
+    real = fcntl.flock
+
+    def first_ends_meanwhile(fd, op):  # the first watch ends between the second's open and its flock
+        fcntl.flock = real
+        watch._release(first)
+        return real(fd, op)
+
+    monkeypatch.setattr(fcntl, "flock", first_ends_meanwhile)
+    second = watch._the_only_watch(f)  # got the old file's lock, saw it gone, took the new file's
+    monkeypatch.setattr(fcntl, "flock", real)
+    assert second is not None and watch._names(second)
+    with pytest.raises(UsageError, match="already watched"):  # the second holds the lock a third one meets
+        watch._the_only_watch(f)
+    watch._release(second)
+    assert list(folder.iterdir()) == []

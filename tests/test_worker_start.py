@@ -173,3 +173,72 @@ def test_memory_is_bounded_where_no_address_space_limit_can_be_set(grader, catal
     bad = [c for c in report.cases if c.verdict is Verdict.MEMORY_LIMIT]
     assert report.verdict is Verdict.MEMORY_LIMIT and bad, [(c.name, c.verdict, c.message) for c in report.cases]
     assert "more memory than at its start" in bad[0].message and "limit of 300 MB" in bad[0].message, bad[0].message
+
+
+# files in the scratch directory, each mapped, closed and unlinked: gone from the folder the grader lists and from
+# the descriptors, and file pages (not anonymous memory) once mapped; held while the mapping lives
+MAPPED_HOARDER = HOARDER.replace("import torch\n", "import mmap\nimport os\n\nimport torch\n").replace(
+    "_kept.append(torch.ones(100_000_000))", """for i in range(48):  # 384 MB, 8 MB a file (RLIMIT_FSIZE)
+        fd = os.open(f"kept{len(_kept)}", os.O_RDWR | os.O_CREAT, 0o600)
+        os.ftruncate(fd, 8 << 20)
+        _kept.append(mmap.mmap(fd, 8 << 20))
+        _kept[-1][::4096] = b"x" * 2048  # every page written
+        os.close(fd)
+        os.unlink(f"kept{len(_kept) - 1}")""")
+
+
+def test_scratch_files_unlinked_while_mapped_still_count(grader, catalog, tmp_path, monkeypatch):
+    """Where no address-space limit is set (CUDA), a file written in the scratch directory, mapped, closed and
+    unlinked stayed held (disk, or memory on a tmpfs) and was counted by nothing: not the folder's listing, not
+    the anonymous memory the watch reads. The scratch watch counts what the worker still maps from there."""
+    from torchcode.grader import judge
+    from torchcode.grader.result import Verdict
+
+    monkeypatch.setattr(judge, "bounds_address_space", lambda device: False)
+    report = grade_hoarder(grader, catalog, tmp_path, MAPPED_HOARDER, "cpu")
+    bad = [c for c in report.cases if c.verdict is Verdict.MEMORY_LIMIT]
+    assert report.verdict is Verdict.MEMORY_LIMIT and bad, [(c.name, c.verdict, c.message) for c in report.cases]
+    assert "deleted but still open" in bad[0].message and "300 MB" in bad[0].message, bad[0].message
+
+
+def test_the_memory_watch_starts_before_the_learners_file_is_imported(grader, catalog, tmp_path, monkeypatch):
+    """The memory watch measured the worker's starting memory only once the first case was built, while the
+    learner's file could already be importing (the load was sent first, so that the import overlapped the
+    build): whatever the import allocated by then became the baseline, never counted (a slow first case, as a
+    large reference takes on a GPU, let a file holding 1.2 GB at its top level pass a 300 MB limit). The
+    baseline is now read before the file is sent to the worker."""
+    from torchcode.grader import judge, sandbox
+    from torchcode.grader.result import Verdict
+
+    events = []
+    send_load, watch_memory = judge.Grader._send_load, sandbox.WorkerProcess.watch_memory
+
+    def load(self, *args, **kwargs):
+        events.append("load")
+        return send_load(self, *args, **kwargs)
+
+    def watch(self, *args, **kwargs):
+        events.append("watch")
+        return watch_memory(self, *args, **kwargs)
+
+    monkeypatch.setattr(judge, "bounds_address_space", lambda device: False)
+    monkeypatch.setattr(judge.Grader, "_send_load", load)
+    monkeypatch.setattr(sandbox.WorkerProcess, "watch_memory", watch)
+    report = grade_hoarder(grader, catalog, tmp_path, HOARDER, "cpu")
+    assert report.verdict is Verdict.MEMORY_LIMIT, (report.verdict, report.message)
+    assert events == ["watch", "load"], events
+
+
+def test_memory_held_as_the_worker_replies_counts_between_two_polls(grader, catalog, tmp_path, monkeypatch):
+    """The memory watch polls (every 50 ms): memory taken and still held when the worker replied, but after the
+    last poll, was never seen, and in the last case never would be (the worker is ended at once). Here the polls
+    are an hour apart: what the worker holds as it replies is read then too."""
+    from torchcode.grader import judge, sandbox
+    from torchcode.grader.result import Verdict
+
+    watch_memory = sandbox.WorkerProcess.watch_memory
+    monkeypatch.setattr(judge, "bounds_address_space", lambda device: False)
+    monkeypatch.setattr(sandbox.WorkerProcess, "watch_memory", lambda self, n, every=0: watch_memory(self, n, 3600))
+    report = grade_hoarder(grader, catalog, tmp_path, HOARDER, "cpu")
+    bad = [c for c in report.cases if c.verdict is Verdict.MEMORY_LIMIT]
+    assert report.verdict is Verdict.MEMORY_LIMIT and bad, [(c.name, c.verdict, c.message) for c in report.cases]

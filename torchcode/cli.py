@@ -330,7 +330,24 @@ def _run():
         return 130
     except (BrokenPipeError, ConnectionResetError) as e:  # --json: click's standalone mode is off
         return _lost_contact(e, as_json)
+    except FileNotFoundError:
+        if not _cwd_gone():
+            raise  # a bug: its traceback is kept
+        _error("the current folder no longer exists (it was deleted or replaced since this shell went there): "
+               "`cd` to a folder that exists (`cd \"$PWD\"` if it was recreated) and run the command again",
+               as_json, 2)
+        return 2
     return 0
+
+
+def _cwd_gone() -> bool:
+    import os
+
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return True
+    return False
 
 
 def _lost_contact(e: OSError, as_json: bool) -> int:

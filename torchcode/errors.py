@@ -69,6 +69,46 @@ class UsageError(TorchcodeError):
     """Bad arguments, a missing file, nothing started here, and the like."""
 
 
+class Unreadable(UsageError):
+    """A learner's file that cannot be read: theirs to fix (exit 2, nothing recorded), never a verdict."""
+
+    @classmethod
+    def check(cls, path, shown: str | None = None, command: str = "check") -> None:
+        """Raise when ``path`` cannot be read. As root the permission bits still count: the grader's worker gives
+        up root's powers, so it could not read the file either (it was graded 'Runtime error' and recorded)."""
+        import os
+        import shlex
+
+        why = None
+        try:
+            with open(path, "rb"):
+                pass
+            st = os.stat(path)
+        except FileNotFoundError:  # a dangling link, or gone since it was named
+            raise cls(f"no such file: {shown or path}") from None
+        except OSError as e:
+            why = e.strerror or str(e)
+        if why is None and not cls.allowed(st, "r"):
+            why = "Permission denied"
+        if why is not None:
+            shown = shown or str(path)
+            raise cls(f"cannot read {shown}: {why}. Make it readable (`chmod u+r {shlex.quote(shown)}`), "
+                      f"then {command} it again")
+
+    @staticmethod
+    def allowed(st, what: str) -> bool:
+        """Whether the permission bits ``what`` ("r", "rx") of a file's ``os.stat`` let this user in, root included:
+        the grader's worker gives up root's powers, so for it root's bypass does not hold."""
+        import os
+        import stat
+
+        if os.geteuid() != 0:
+            return True  # the system already said (open, listdir)
+        who = 0 if st.st_uid == 0 else 1 if st.st_gid in {os.getegid(), *os.getgroups()} else 2
+        bits = {"r": (stat.S_IRUSR, stat.S_IRGRP, stat.S_IROTH), "x": (stat.S_IXUSR, stat.S_IXGRP, stat.S_IXOTH)}
+        return all(st.st_mode & bits[c][who] for c in what)
+
+
 class StoreError(TorchcodeError):
     """The progress store cannot be used (read-only, locked, ...)."""
 

@@ -4,8 +4,13 @@ import torch
 
 from torchcode.grader.cases import Call, Case, Out, Same, baseline, benchmark, case
 
+# the names of the last dimensions of each output and input, for messages ("query positions 0, 1 are wrong")
+DIMS = {"output": ("position", "feature"), "Q": ("position", "feature"), "K": ("position", "feature"),
+        "V": ("position", "feature")}
+
 FUTURE = ("changing only tokens after position {t} changed your outputs at positions <= {t}: "
-          "your attention reads future tokens (mask scores where j > i, before the softmax)")
+          "your attention reads future tokens (mask scores where j > i, before the softmax), or normalises over "
+          "the queries (the softmax runs over the keys, the last dim)")
 
 
 def with_future_changed(rng, B, S, D, t, scale=1.0, grad=True):

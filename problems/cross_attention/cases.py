@@ -1,11 +1,34 @@
 """Hidden cases for cross_attention."""
 
+import torch
+
 from torchcode.grader.cases import Call, Case, Fn, Out, Same, case
+
+# the names of the last dimensions of each output and input, for messages ("query positions 0, 1 are wrong")
+DIMS = {"output": ("batch element", "query position", "feature"), "x_q": ("batch element", "query position", "feature"),
+        "x_kv": ("batch element", "memory position", "feature")}
 
 OTHER_MEMORY = ("a second call with the same queries and another memory x_kv gave the same output as the first: "
                 "project keys and values from this call's x_kv; keep no keys/values of an earlier memory on self")
 SAME_INPUTS = ("the same x_q and x_kv twice on one layer gave different outputs: keep nothing random at evaluation "
                "and nothing from the call in between")
+
+
+HEADS = ("changing only head 1's part of the memory x_kv (features 8..15, every projection the identity) "
+         "changed other heads' outputs: head h owns features h * d_k to (h + 1) * d_k - 1 of each position. "
+         "Split each position's features into heads before moving the head dim in front of the sequence, and "
+         "merge back in the reverse order")
+
+
+ONE = ("with every value the same vector (W_v = 0, its bias b; W_o = I), your output was not b at every query: each "
+       "query's weights must sum to 1 over the keys (the softmax over the last dim of the (..., queries, keys) "
+       "scores), and each head's result must land in its own features")
+
+
+def identity_projections(d_model: int) -> dict:
+    """Every projection the identity: head h's output is exactly what head h's features gave (W_o = I too)."""
+    eye, zero = torch.eye(d_model), torch.zeros(d_model)
+    return {f"{w}.{p}": (eye if p == "weight" else zero) for w in ("W_q", "W_k", "W_v", "W_o") for p in ("weight", "bias")}
 
 
 def differs(a, b):
@@ -64,3 +87,23 @@ def memories_share_shapes(rng):
     one = Fn(lambda a: a.new_ones(()), Out(0))
     return Case(init=dict(d_model=32, num_heads=4), steps=[Call(x, mem1), Call(x, mem2), Call(x, mem1)],
                 checks=[Same(Out(2), Out(0), SAME_INPUTS), Same(Fn(differs, Out(1), Out(0)), one, OTHER_MEMORY)])
+
+
+@case(targets="identity projections: head 1 reads only its own features (8..15) of the memory")
+def heads_are_separate(rng):
+    x_q, x_kv = rng.randn(2, 3, 32), rng.randn(2, 7, 32)
+    x_kv2 = x_kv.clone()
+    x_kv2[..., 8:16] = rng.randn(2, 7, 8)  # head 1's features only
+    others = [slice(0, 8), slice(16, 32)]
+    return Case(init=dict(d_model=32, num_heads=4), steps=[Call(x_q, x_kv), Call(x_q, x_kv2)],
+                weights=identity_projections(32),
+                checks=[Same(Out(1)[:, :, f], Out(0)[:, :, f], HEADS) for f in others])
+
+
+@case(targets="every value the same vector (W_v = 0, W_o = I): each query's weights sum to 1, so every output row is it")
+def weights_sum_to_one(rng):
+    x, b = rng.randn(2, 6, 32), rng.randn(32)
+    weights = identity_projections(32)
+    weights.update({"W_v.weight": torch.zeros(32, 32), "W_v.bias": b})
+    return Case(init=dict(d_model=32, num_heads=4), steps=[Call(rng.randn(2, 4, 32), x)], weights=weights, grad=False,
+                checks=[Same(Out(0), Fn(lambda o: b.to(o.dtype).expand_as(o), Out(0)), ONE)])

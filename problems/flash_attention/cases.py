@@ -2,11 +2,25 @@
 
 import torch
 
-from torchcode.grader.cases import Call, Case, baseline, benchmark, case
+from torchcode.grader.cases import Call, Case, Fn, Out, Same, baseline, benchmark, case
+
+# the names of the last dimensions of each output and input, for messages ("query positions 0, 1 are wrong")
+DIMS = {"output": ("position", "feature"), "Q": ("position", "feature"), "K": ("position", "feature"),
+        "V": ("position", "feature")}
 
 SxS = "the size of the full score matrix"
 ALL_KEYS = ("no softmax, max, sum or matrix product may take all S keys of a query at once. Visit the keys one block "
             "at a time and combine the blocks with a running max and a running sum (the online softmax)")
+
+
+SCALE = ("padding Q and K with zero features (their width Dk -> 4 Dk, every dot product unchanged) should act exactly "
+         "as halving the queries, since 1 / sqrt(4 Dk) = 1 / (2 sqrt(Dk)); yours did not. Scale the scores by "
+         "1 / sqrt(Dk), Dk the last dim of Q and K (not D unrooted, not the sequence length or the block size)")
+
+
+def _padded(x, width):
+    """``x`` with zero features appended up to ``width``: no dot product changes."""
+    return torch.cat([x, torch.zeros(*x.shape[:-1], width - x.shape[-1])], dim=-1)
 
 
 def flash(rng, B, S, D, block_size=None, scale=1.0):
@@ -27,6 +41,30 @@ def tiled(args, block_size=None, grad=True):
 @case(targets="block_size divides S: tiles, never the full S x S matrix")
 def even_blocks(rng):
     return flash(rng, 2, 64, 16, block_size=16)
+
+
+ONE = ("with every value row the same vector v, your output was not v at every query: each query's weights over all "
+       "the keys must sum to 1. When the running max grows, rescale both the running sum and the accumulator by "
+       "exp(m_old - m_new), and divide the accumulator by the final sum")
+
+
+@case(targets="every value row the same vector, the max growing from block to block: the weights still sum to 1")
+def weights_sum_to_one(rng):
+    B, S, D = 3, 40, 16  # shapes no other case uses: a buffer kept per shape shows in its own case, not here
+    v = rng.randn(1, 1, D)
+    c = tiled([rng.randn(B, S, D, scale=2.0), rng.randn(B, S, D, scale=2.0), v.expand(B, S, D).clone()], 16,
+              grad=False)  # a forward property
+    c.checks = [Same(Out(0), Fn(lambda o: v.to(o.dtype).expand_as(o), Out(0)), ONE)]
+    return c
+
+
+@case(targets="the scale follows the head width D: Q and K padded with zero features act as halved queries")
+def scale_follows_head_width(rng):
+    Q, K, V = (rng.randn(2, 48, 8) for _ in range(3))
+    c = tiled([Q / 2, K, V], 16, grad=False)  # a forward property
+    c.steps.append(Call(_padded(Q, 32), _padded(K, 32), _padded(V, 32), block_size=16))  # V padded too: one D
+    c.checks = [Same(Out(1)[:, :, :8], Out(0), SCALE)]
+    return c
 
 
 @case(targets="ragged last block (block_size does not divide S)")
@@ -88,9 +126,12 @@ def single_token(rng):
     return tiled([rng.randn(2, 1, 8) for _ in range(3)], block_size=4, grad=False)
 
 
-@case(targets="block_size >= S: a single tile")
+@case(targets="block_size >= S: a single tile; called twice with the same shapes, the first result must stay what "
+              "it was (a buffer kept between calls and returned is overwritten by the next call)")
 def one_tile(rng):
-    return flash(rng, 2, 20, 8, block_size=32)
+    c = flash(rng, 2, 20, 8, block_size=32)
+    c.steps.append(Call(*[rng.randn(2, 20, 8) for _ in range(3)], block_size=32))
+    return c
 
 
 @benchmark

@@ -1,6 +1,11 @@
 """Hidden cases for gqa."""
 
-from torchcode.grader.cases import Call, Case, benchmark, case
+import torch
+
+from torchcode.grader.cases import Call, Case, Out, Same, benchmark, case
+
+# the names of the last dimensions of each output and input, for messages ("query positions 0, 1 are wrong")
+DIMS = {"output": ("batch element", "position", "feature"), "x": ("batch element", "position", "feature")}
 
 
 def gqa(rng, d_model, num_heads, num_kv_heads, B, S, scale=1.0):
@@ -11,6 +16,23 @@ def gqa(rng, d_model, num_heads, num_kv_heads, B, S, scale=1.0):
 @case(targets="8 query heads sharing 2 KV heads: groups of consecutive heads, not tiled")
 def grouped_8_2(rng):
     return gqa(rng, 64, 8, 2, B=2, S=7)
+
+
+GROUPS = ("query heads 0 and 1 had identical queries but gave different outputs: they form one group and must share "
+          "KV head 0 (and heads 2, 3 share KV head 1). Repeat each KV head n_rep times in a row (0, 0, 1, 1), not the "
+          "whole set of KV heads (0, 1, 0, 1)")
+
+
+@case(targets="query heads 0, 1 (and 2, 3) with identical query projections: a group shares one KV head")
+def group_shares_kv_head(rng):
+    d_model, d_k = 32, 8  # 4 query heads over 2 KV heads
+    w_q, b_q = rng.randn(d_model, d_model, scale=d_model ** -0.5), rng.randn(d_model, scale=0.1)
+    for h in (1, 3):  # each odd head copies its group's first head
+        w_q[h * d_k:(h + 1) * d_k], b_q[h * d_k:(h + 1) * d_k] = w_q[(h - 1) * d_k:h * d_k], b_q[(h - 1) * d_k:h * d_k]
+    weights = {"W_q.weight": w_q, "W_q.bias": b_q, "W_o.weight": torch.eye(d_model), "W_o.bias": torch.zeros(d_model)}
+    head = [Out(0)[:, :, h * d_k:(h + 1) * d_k] for h in range(4)]  # W_o = I: the output holds each head's result
+    return Case(init=dict(d_model=d_model, num_heads=4, num_kv_heads=2), steps=[Call(rng.randn(2, 6, d_model))],
+                weights=weights, checks=[Same(head[1], head[0], GROUPS), Same(head[3], head[2], GROUPS)])
 
 
 @case(targets="num_kv_heads = 1 (multi-query attention), 3 query heads: a group size that is not a power of two")
@@ -25,7 +47,9 @@ def mha_extreme(rng):
 
 @case(targets="6 heads over 3 KV heads, odd sequence length: no causal mask")
 def grouped_6_3(rng):
-    return gqa(rng, 48, 6, 3, B=1, S=11)
+    c = gqa(rng, 48, 6, 3, B=1, S=11)
+    c.sibling = dict(d_model=48, num_heads=6, num_kv_heads=1)  # an MQA layer built beside it: nothing on the class
+    return c
 
 
 @case(targets="one token, batch 3")

@@ -4,6 +4,10 @@ import torch
 
 from torchcode.grader.cases import Call, Case, Cat, Out, Prev, Same, case
 
+# the names of the last dimensions of each output and input, for messages ("query positions 0, 1 are wrong")
+DIMS = {"output[0]": ("batch element", "position", "feature"), "output[1]": ("batch element", "head", "position", "feature"),
+        "x": ("batch element", "position", "feature"), "cache": ("batch element", "head", "position", "feature")}
+
 MATCH_FULL = ("generating with your cache gave different outputs than one full forward over the same tokens: "
               "check the mask offset (new token t is at position S_past + t) and what you concatenate")
 CACHE_FULL = "the cache after the last call differs from the keys/values of one full forward: append new keys after the cached ones"

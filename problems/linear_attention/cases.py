@@ -2,7 +2,11 @@
 
 import torch
 
-from torchcode.grader.cases import Call, Case, baseline, benchmark, case
+from torchcode.grader.cases import Call, Case, Fn, Out, Same, baseline, benchmark, case
+
+# the names of the last dimensions of each output and input, for messages ("query positions 0, 1 are wrong")
+DIMS = {"output": ("query position", "feature"), "Q": ("query position", "feature"),
+        "K": ("key position", "feature"), "V": ("key position", "feature")}
 
 SxS = "the size of the full score matrix phi(Q) phi(K)^T"
 
@@ -15,6 +19,19 @@ def lin(B, S, *tensors, **kw):
 def long_sequence(rng):
     B, S = 2, 96
     return lin(B, S, rng.randn(B, S, 16), rng.randn(B, S, 16), rng.randn(B, S, 8))
+
+
+ONE = ("with every value row the same vector v, your output was not v at every query: each query's weights over the "
+       "keys must sum to 1. Divide by the normaliser phi(q) . (phi(k) summed over the key positions), plus eps")
+
+
+@case(targets="every value row the same vector: each query's weights sum to 1, so every output row is that vector")
+def weights_sum_to_one(rng):
+    B, S = 2, 24
+    v = rng.randn(1, 1, 8)
+    c = lin(B, S, rng.randn(B, S, 8), rng.randn(B, S, 8), v.expand(B, S, 8).clone())
+    c.checks, c.grad = [Same(Out(0), Fn(lambda o: v.to(o.dtype).expand_as(o), Out(0)), ONE)], False  # forward only
+    return c
 
 
 @case(targets="phi = elu + 1 and the normaliser")
@@ -39,6 +56,15 @@ def default_eps_weighs(rng):
     # (No bound on intermediates: at S = 8 a block of rows is the whole matrix; the other cases bound them.)
     return Case(steps=[Call(rng.randn(B, S, 4, scale=0.3) - 6.9, rng.randn(B, S, 4, scale=0.3) - 6.9,
                             rng.randn(B, S, 4))], grad=False)
+
+
+@case(targets="eps = 0 from the caller is used as given (`eps = eps or 1e-6` turns it into 1e-6): features so small "
+              "that 1e-6 weighs in the denominator", dtypes=("float32",))  # with nothing added to it, the
+def eps_zero_as_given(rng):  # denominator rounds to 0 in half precision: elu(x) + 1 cancels to 0 in bfloat16, phi(q_i)
+    # phi(k_j) ~ 1e-6 is subnormal in float16; the semantics is float32's to judge
+    B, S = 1, 8  # as default_eps_weighs: phi(q) . sum_j phi(k_j) ~ 3e-5, so 1e-6 moves the output by about 3%
+    return Case(steps=[Call(rng.randn(B, S, 4, scale=0.3) - 6.9, rng.randn(B, S, 4, scale=0.3) - 6.9,
+                            rng.randn(B, S, 4), eps=0.0)], grad=False)
 
 
 @case(targets="Dk != Dv, batch 1, odd length")

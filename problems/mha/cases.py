@@ -1,11 +1,34 @@
 """Hidden cases for mha."""
 
+import torch
+
 from torchcode.grader.cases import Call, Case, Fn, Out, Same, case
+
+# the names of the last dimensions of each output and input, for messages ("query positions 0, 1 are wrong")
+DIMS = {"output": ("batch element", "query position", "feature"), "Q": ("batch element", "query position", "feature"),
+        "K": ("batch element", "key position", "feature"), "V": ("batch element", "key position", "feature")}
 
 SAME_INPUTS = ("the same inputs twice on one layer gave different outputs: nothing random at evaluation (F.dropout "
                "needs training=self.training, or use nn.Dropout), and nothing carried over from the call in between")
 OTHER_KV = ("a second call with the same queries but other keys/values gave the same output as the first: project "
             "this call's K and V, and keep nothing computed from one call on self for the next")
+
+
+HEADS = ("changing only head 1's part of the keys and values (features 8..15, every projection the identity) "
+         "changed other heads' outputs: head h owns features h * d_k to (h + 1) * d_k - 1 of each position. "
+         "Split each position's features into heads before moving the head dim in front of the sequence, and "
+         "merge back in the reverse order")
+
+
+ONE = ("with every value the same vector (W_v = 0, its bias b; W_o = I), your output was not b at every query: each "
+       "query's weights must sum to 1 over the keys (the softmax over the last dim of the (..., queries, keys) "
+       "scores), and each head's result must land in its own features")
+
+
+def identity_projections(d_model: int) -> dict:
+    """Every projection the identity: head h's output is exactly what head h's features gave (W_o = I too)."""
+    eye, zero = torch.eye(d_model), torch.zeros(d_model)
+    return {f"{w}.{p}": (eye if p == "weight" else zero) for w in ("W_q", "W_k", "W_v", "W_o") for p in ("weight", "bias")}
 
 
 def differs(a, b):
@@ -28,9 +51,12 @@ def different_lengths(rng):
     return mha(32, 4, (rng.randn(2, 5, 32), rng.randn(2, 9, 32), rng.randn(2, 9, 32)))
 
 
-@case(targets="8 narrow heads (d_k = 6): scale by sqrt(d_k), transpose before merging")
+@case(targets="8 narrow heads (d_k = 6): scale by sqrt(d_k), transpose before merging; a 2-head layer is built beside "
+              "it (as in a model), so head counts kept on the class, not on self, are the other layer's")
 def many_heads(rng):
-    return mha(48, 8, (rng.randn(3, 7, 48), rng.randn(3, 7, 48), rng.randn(3, 7, 48)))
+    c = mha(48, 8, (rng.randn(3, 7, 48), rng.randn(3, 7, 48), rng.randn(3, 7, 48)))
+    c.sibling = dict(d_model=48, num_heads=2)
+    return c
 
 
 @case(targets="a single head equals plain attention with projections")
@@ -55,3 +81,23 @@ def same_shapes_other_values(rng):
     one = Fn(lambda a: a.new_ones(()), Out(0))
     return Case(init=dict(d_model=32, num_heads=4), steps=[Call(x, kv1, kv1), Call(x, kv2, kv2), Call(x, kv1, kv1)],
                 checks=[Same(Out(2), Out(0), SAME_INPUTS), Same(Fn(differs, Out(1), Out(0)), one, OTHER_KV)])
+
+
+@case(targets="identity projections: head 1 reads only its own features (8..15) of each position")
+def heads_are_separate(rng):
+    Q, K, V = rng.randn(2, 5, 32), rng.randn(2, 6, 32), rng.randn(2, 6, 32)
+    K2, V2 = K.clone(), V.clone()
+    K2[..., 8:16], V2[..., 8:16] = rng.randn(2, 6, 8), rng.randn(2, 6, 8)  # head 1's features only
+    others = [slice(0, 8), slice(16, 32)]
+    return Case(init=dict(d_model=32, num_heads=4), steps=[Call(Q, K, V), Call(Q, K2, V2)],
+                weights=identity_projections(32),
+                checks=[Same(Out(1)[:, :, f], Out(0)[:, :, f], HEADS) for f in others])
+
+
+@case(targets="every value the same vector (W_v = 0, W_o = I): each query's weights sum to 1, so every output row is it")
+def weights_sum_to_one(rng):
+    x, b = rng.randn(2, 6, 32), rng.randn(32)
+    weights = identity_projections(32)
+    weights.update({"W_v.weight": torch.zeros(32, 32), "W_v.bias": b})
+    return Case(init=dict(d_model=32, num_heads=4), steps=[Call(x, x, x)], weights=weights, grad=False,
+                checks=[Same(Out(0), Fn(lambda o: b.to(o.dtype).expand_as(o), Out(0)), ONE)])

@@ -2,6 +2,9 @@
 
 from torchcode.grader.cases import Call, Case, case
 
+# the names of the last dimensions of each output and input, for messages ("query positions 0, 1 are wrong")
+DIMS = {"output": ("batch element", "position", "head", "feature"), "x": ("batch element", "position", "head", "feature")}
+
 
 @case(targets="two KV heads repeated twice: grouped (0, 0, 1, 1), not tiled")
 def two_heads_twice(rng):
@@ -26,3 +29,8 @@ def mqa_single_token(rng):
 @case(targets="odd sizes: the sequence axis is not the head axis")
 def odd_sizes(rng):
     return Case(steps=[Call(rng.randn(2, 3, 5, 7), 3)])
+
+
+@case(targets="the same n_rep with other head counts in one run: nothing computed for one input may serve another")
+def same_n_rep_other_heads(rng):
+    return Case(steps=[Call(rng.randn(2, 3, 2, 4), 2), Call(rng.randn(2, 3, 3, 4), 2), Call(rng.randn(2, 3, 1, 4), 2)])

@@ -4,6 +4,9 @@ import torch
 
 from torchcode.grader.cases import Call, Case, Fn, Out, Same, case
 
+# the names of the last dimensions of each output and input, for messages ("query positions 0, 1 are wrong")
+DIMS = {"output": ("position", "feature"), "q": ("position", "feature"), "k": ("position", "feature")}
+
 
 @case(targets="interleaved pairs (2i, 2i+1), positions from 0")
 def basic(rng):
@@ -12,7 +15,9 @@ def basic(rng):
 
 @case(targets="the base argument is honoured")
 def custom_base(rng):
-    return Case(steps=[Call(rng.randn(2, 6, 8), rng.randn(2, 6, 8), base=500.0)])
+    # 500 and MiniMind's 1e6 (a large whole-number base is still not the default 10000)
+    return Case(steps=[Call(rng.randn(2, 6, 8), rng.randn(2, 6, 8), base=500.0),
+                       Call(rng.randn(2, 6, 8), rng.randn(2, 6, 8), base=1e6)])
 
 
 @case(targets="the same shapes with other bases in one run: nothing computed for one base may serve another")

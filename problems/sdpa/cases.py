@@ -2,7 +2,25 @@
 
 import torch
 
-from torchcode.grader.cases import Call, Case, baseline, benchmark, case
+from torchcode.grader.cases import Call, Case, Out, Refill, Same, baseline, benchmark, case
+
+# the names of the last dimensions of each output and input, for messages ("query positions 0, 1 are wrong")
+DIMS = {"output": ("query position", "feature"), "Q": ("query position", "feature"),
+        "K": ("key position", "feature"), "V": ("key position", "feature")}
+
+MASKED_KEYS = ("changing only the keys and values where mask is False changed your output: masked keys still count. "
+               "True means 'may attend': give the other keys' scores -inf before the softmax (a score of 0 still "
+               "gives them weight)")
+
+
+SCALE = ("padding Q and K with zero features (their width Dk -> 4 Dk, every dot product unchanged) should act exactly "
+         "as halving the queries, since 1 / sqrt(4 Dk) = 1 / (2 sqrt(Dk)); yours did not. Scale the scores by "
+         "1 / sqrt(Dk), Dk the last dim of Q and K (not of V, not Dk unrooted, not a sequence length)")
+
+
+def _padded(x, width):
+    """``x`` with zero features appended up to ``width``: no dot product changes."""
+    return torch.cat([x, torch.zeros(*x.shape[:-1], width - x.shape[-1])], dim=-1)
 
 
 def _mask(rng, *shape):
@@ -15,6 +33,13 @@ def _mask(rng, *shape):
 @case(targets="3-D inputs with Lq != Lk and Dv != Dk: softmax over keys, scale by sqrt(Dk)")
 def batched_3d(rng):
     return Case(steps=[Call(rng.randn(2, 5, 16), rng.randn(2, 7, 16), rng.randn(2, 7, 24))])
+
+
+@case(targets="the scale follows the keys' width Dk: Q and K padded with zero features act as halved queries")
+def scale_follows_key_width(rng):
+    Q, K, V = rng.randn(2, 3, 5, 8), rng.randn(2, 3, 7, 8), rng.randn(2, 3, 7, 24)
+    return Case(steps=[Call(Q / 2, K, V), Call(_padded(Q, 32), _padded(K, 32), V)], grad=False,  # a forward property
+                checks=[Same(Out(1), Out(0), SCALE)])
 
 
 @case(targets="4-D inputs (batch, heads, seq, dim): transpose the last two dims only")
@@ -30,7 +55,10 @@ def unbatched_single_query(rng):
 @case(targets="a key-padding mask broadcast over queries: False keys get weight 0")
 def padding_mask(rng):
     mask = _mask(rng, 3, 1, 10)
-    return Case(steps=[Call(rng.randn(3, 4, 16), rng.randn(3, 10, 16), rng.randn(3, 10, 16), mask)])
+    Q, K, V = rng.randn(3, 4, 16), rng.randn(3, 10, 16), rng.randn(3, 10, 16)
+    hidden = ~mask.transpose(-2, -1)  # (3, 10, 1): the keys no query may see
+    K2, V2 = torch.where(hidden, rng.randn(3, 10, 16), K), torch.where(hidden, rng.randn(3, 10, 16), V)
+    return Case(steps=[Call(Q, K, V, mask), Call(Q, K2, V2, mask)], checks=[Same(Out(1), Out(0), MASKED_KEYS)])
 
 
 @case(targets="a full (Lq, Lk) mask on 4-D inputs: mask before the softmax, with -inf")
@@ -65,6 +93,26 @@ def mask_leading_dims(rng):
 def masks_share_shapes(rng):
     Q, K, V = rng.randn(2, 4, 8), rng.randn(2, 6, 8), rng.randn(2, 6, 8)
     return Case(steps=[Call(Q, K, V, _mask(rng, 2, 4, 6)) for _ in range(3)])
+
+
+@case(targets="one set of buffers reused by the caller: the same Q, K, V and mask objects, refilled in place with new "
+              "values, need the new answer (nothing may be kept by the tensors' id() or data_ptr())")
+def buffers_refilled(rng):
+    Q, K, V, mask = rng.randn(2, 4, 8), rng.randn(2, 6, 8), rng.randn(2, 6, 8), _mask(rng, 2, 4, 6)
+    new = (rng.randn(2, 4, 8), rng.randn(2, 6, 8), rng.randn(2, 6, 8), _mask(rng, 2, 4, 6))
+    return Case(steps=[Call(Q, K, V, mask), Call(*(Refill(0, j, t) for j, t in enumerate(new)))],
+                grad=False)  # Q, K, V are written into between the calls: a forward property
+
+
+@case(targets="a query of zeros and a key of zeros (padding embeddings): a score of exactly 0 is an ordinary score, "
+              "not a masked one")
+def zero_query_and_key(rng):
+    Q, K, V = rng.randn(2, 4, 8), rng.randn(2, 6, 8), rng.randn(2, 6, 8)
+    Q[:, 1] = 0.0  # every score of query 1 is exactly 0: uniform weights over the keys it may see
+    K[:, 2] = 0.0  # key 2 scores exactly 0 for every query, and every query may see it
+    mask = _mask(rng, 2, 4, 6)
+    mask[:, :, 2] = True
+    return Case(steps=[Call(Q, K, V, mask)])
 
 
 @case(targets="large-magnitude scores: the softmax must be numerically stable")

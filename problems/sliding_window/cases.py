@@ -2,6 +2,10 @@
 
 from torchcode.grader.cases import Call, Case, Out, Same, case
 
+# the names of the last dimensions of each output and input, for messages ("query positions 0, 1 are wrong")
+DIMS = {"output": ("position", "feature"), "Q": ("position", "feature"), "K": ("position", "feature"),
+        "V": ("position", "feature")}
+
 
 def qkv(rng, B, S, D, scale=1.0):
     return [rng.randn(B, S, D, scale=scale) for _ in range(3)]

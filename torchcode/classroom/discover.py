@@ -17,12 +17,13 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from torchcode.errors import UsageError
+from torchcode.errors import Unreadable, UsageError
 
 MAX_FILE = 1 << 20  # a submission larger than 1 MB is not a kernel
 MAX_ZIP_TOTAL = 512 << 20
 IGNORED = {"__MACOSX", "__pycache__", ".DS_Store", ".ipynb_checkpoints"}
 MAX_HELPERS = 32  # modules beside a submission that --ray ships with it (the first, by name)
+MAX_DEPTH = 16  # folders a zip member may be nested in (class/student/...): deeper, Python's own folder tools recurse
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,7 @@ class Discovery:
     submissions: list[Submission] = field(default_factory=list)
     students: list[str] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)  # "path: why", relative to the input
+    unreadable: dict[tuple[str, str], str] = field(default_factory=dict)  # (student, problem) -> why, not graded
 
 
 def discover(source: Path, problems: list[str], unpack_to: Path, skip: Path | None = None,
@@ -106,11 +108,31 @@ def discover(source: Path, problems: list[str], unpack_to: Path, skip: Path | No
         if entry.is_symlink() or not entry.is_dir():
             found.unknown.append(f"{_rel(entry, source)}: not a student folder")
             continue
+        try:  # a folder that cannot be listed (by the grader's worker either, as root) is said, never a traceback
+            files = sorted(entry.iterdir())
+            if not Unreadable.allowed(entry.stat(), "rx"):
+                raise PermissionError(13, "Permission denied")
+            earlier = (entry / "gradebook.sqlite3").is_file()
+        except OSError as e:
+            found.unknown.append(f"{_rel(entry, source)}/: cannot be read ({e.strerror or e}): not graded; make it "
+                                 "readable (chmod u+rx) and run again")
+            continue
+        if earlier:  # an earlier run's --out among the students: not a student
+            found.unknown.append(f"{_rel(entry, source)}/: an earlier `torchcode grade` output (--out), not a student")
+            continue
         has_any, hashed = False, {}  # the folder's files are read once for all its submissions' digests
-        for f in sorted(entry.iterdir()):
+        for f in files:
             why = _why_not(f, wanted, set(known))
             if why is None:
-                data = f.read_bytes()
+                try:
+                    Unreadable.check(f)  # as root too: the worker, without root's powers, could not read it
+                    data = f.read_bytes()
+                except (Unreadable, OSError) as e:  # not_graded (exit 1), never 'missing': a rerun grades it
+                    reason = e.strerror if isinstance(e, OSError) and e.strerror else "Permission denied"
+                    found.unreadable[(entry.name, f.stem)] = (f"the file cannot be read ({reason}): make it readable "
+                                                              "(chmod u+r) and run again")
+                    has_any = True
+                    continue
                 found.submissions.append(Submission(entry.name, f.stem, f.resolve(), hashlib.sha256(data).hexdigest(),
                                                     folder_digest(entry, f, hashed)))
                 has_any = True
@@ -205,12 +227,16 @@ def unzip(archive: Path, dest: Path) -> list[str]:
                          "folder") from None
     with z:
         for info in z.infolist():
+            info.filename = _member_name(info)
             name = PurePosixPath(info.filename.replace("\\", "/"))
             mode = info.external_attr >> 16
             if info.is_dir():
                 continue
             if name.is_absolute() or ".." in name.parts or not name.parts:
                 skipped.append(f"{info.filename}: unsafe name in the zip (outside the folder), skipped")
+                continue
+            if len(name.parts) > MAX_DEPTH:
+                skipped.append(f"{info.filename[:200]}: nested more than {MAX_DEPTH} folders deep in the zip, skipped")
                 continue
             if stat.S_ISLNK(mode):
                 skipped.append(f"{info.filename}: a link inside the zip, skipped")
@@ -238,6 +264,56 @@ def unzip(archive: Path, dest: Path) -> list[str]:
                 continue
             total += len(data)
     return skipped
+
+
+def where_they_are(root: Path, problems: list[str], typed: str) -> str:
+    """When no submission was found: PROBLEM.py files one level too high (one student's folder given) or too deep
+    (section folders holding the students' folders), said with the command that grades them; else ""."""
+    import shlex
+
+    wanted = {f"{p}.py" for p in problems}
+
+    def files(folder: Path) -> list[Path]:
+        try:
+            return sorted(f for f in folder.iterdir() if f.name in wanted and f.is_file() and not f.is_symlink())
+        except OSError:
+            return []
+
+    here = files(root)
+    zipped = Path(typed).is_file()
+    if here:
+        fix = ("zip the students' folders instead" if zipped else
+               f"give the folder that holds the students' folders (`torchcode grade {shlex.quote(os.path.relpath(root.resolve().parent))}`)")
+        return (f" {typed} itself holds {', '.join(f.name for f in here[:3])}: it looks like one student's files, "
+                f"not a class. Put them in a folder named after the student and {fix}")
+    deeper = []
+    for group in sorted(d for d in root.iterdir() if d.is_dir() and not d.is_symlink() and not _ignored(d)):
+        for student in sorted(d for d in group.iterdir() if d.is_dir() and not d.is_symlink() and not _ignored(d)):
+            if files(student):
+                deeper.append(group)
+                break
+    if deeper:
+        names = ", ".join(g.name + "/" for g in deeper[:4]) + ("..." if len(deeper) > 4 else "")
+        if zipped:
+            how = "unpack the zip and grade each group's folder on its own"
+        else:
+            how = "grade each group on its own: " + " and ".join(
+                f"`torchcode grade {shlex.quote(str(g))} --out {shlex.quote('grades-' + g.name)}`" for g in deeper[:2])
+            how += f" (and {len(deeper) - 2} more)" if len(deeper) > 2 else ""
+        return (f" The PROBLEM.py files are one folder deeper, in {names}: if those are groups (sections) of "
+                f"students' folders, {how}")
+    return ""
+
+
+def _member_name(info: zipfile.ZipInfo) -> str:
+    """A name without the zip's UTF-8 flag is CP437 by the format, but macOS's Archive Utility, Java tools and LMS
+    exports write UTF-8 there: bytes that read as UTF-8 are taken as such (José, where CP437 made 'Jos├⌐')."""
+    if info.flag_bits & 0x800:
+        return info.filename
+    try:
+        return info.filename.encode("cp437").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return info.filename
 
 
 def _ignored(p: Path) -> bool:

@@ -41,7 +41,7 @@ class Entry:
 
     @property
     def verdict(self) -> str:
-        return self.row.verdict if self.row else (NOT_GRADED if self.sha256 else MISSING)
+        return self.row.verdict if self.row else (NOT_GRADED if self.sha256 or self.note else MISSING)
 
     def record(self, bench: bool) -> dict:
         r = self.row

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shlex
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,7 @@ from rich.console import Console
 
 from torchcode.catalog import Catalog
 from torchcode.classroom import feedback as fb
-from torchcode.classroom.discover import Discovery, discover
+from torchcode.classroom.discover import Discovery, discover, where_they_are
 from torchcode.classroom.gradebook import Gradebook, Row, fingerprint, score
 from torchcode.classroom.pool import relabel
 from torchcode.commands import interrupts
@@ -56,11 +57,13 @@ def run(opts: Options, cat: Catalog, con: Console) -> int:
         wanted_dtypes(cat.get(p), opts.dtypes)  # a --dtype a problem does not declare is refused before anything starts
     with tempfile.TemporaryDirectory(prefix="torchcode-grade-") as unpack:
         found = discover(opts.submissions, problems, Path(unpack) / "unpacked", skip=opts.out, known=tuple(cat.ids()))
-        if not found.submissions:
+        if not found.submissions and not found.unreadable:
             raise UsageError(f"no submissions in {opts.submissions}: it should hold one folder per student with "
-                             f"PROBLEM.py files for {', '.join(problems)} (the files `torchcode start` writes)")
+                             f"PROBLEM.py files for {', '.join(problems)} (the files `torchcode start` writes)."
+                             + where_they_are(found.root, problems, str(opts.submissions)))
+        _out_apart(opts.out, opts.submissions, found.root)
         if not opts.problems:  # the assignment is what the class handed in, not every problem of the course
-            handed_in = {s.problem for s in found.submissions}
+            handed_in = {s.problem for s in found.submissions} | {p for _, p in found.unreadable}
             problems = [p for p in problems if p in handed_in]
             con.print(f"Grading the problems the class submitted: {', '.join(problems)} (--problems names the "
                       "assignment; a problem no one submitted then counts as missing for everyone)", highlight=False)
@@ -75,7 +78,9 @@ def run(opts: Options, cat: Catalog, con: Console) -> int:
 def _grade(opts: Options, cat: Catalog, con: Console, book: Gradebook, found: Discovery, problems: list[str], seed: int) -> int:
     used = sorted({s.problem for s in found.submissions})
     pool = _pool(opts, used)
-    run_id, graded, errors, status, fps, entries = None, 0, {}, "interrupted", {}, []
+    if pool.backend == "local":  # no more warm sessions (a process importing torch each) than submissions
+        pool.workers = min(pool.workers, max(1, len(found.submissions)))
+    run_id, graded, errors, status, fps, entries = None, 0, dict(found.unreadable), "interrupted", {}, []
     interrupts.message = f"interrupted: the results graded so far are kept in {book.path}; run the same command again to grade the rest"
     try:
         device = opts.limits.device if opts.limits.device in ("cpu", "cuda") else None
@@ -90,6 +95,8 @@ def _grade(opts: Options, cat: Catalog, con: Console, book: Gradebook, found: Di
         jobs = [s for s in found.submissions
                 if not book.is_current(s.student, s.problem, s.sha256, s.fingerprint(fps[s.problem]), seed)]
         if jobs and not pool.started:
+            if pool.backend == "local":  # nor than submissions left to grade
+                pool.workers = min(pool.workers, len(jobs))
             pool.start()
         skipped = len(found.submissions) - len(jobs)
         con.print(f"{len(jobs)} to grade" + (f", {skipped} already graded (unchanged)" if skipped else "")
@@ -200,8 +207,36 @@ def _problems(cat: Catalog, asked: list[str] | None) -> list[str]:
     if not asked:
         return cat.ids()
     names = [p for item in asked for p in item.replace(",", " ").split()]
+    if not names:
+        raise UsageError("--problems names no problem: give ids or the numbers `torchcode list` prints, "
+                         "e.g. --problems sdpa,gqa")
     # as every command takes them: a number `list` prints, any case, - for _ (an unknown one: ProblemNotFound)
     return list(dict.fromkeys(cat.get(p).id for p in names))
+
+
+def _out_apart(out: Path, submissions: Path, root: Path) -> None:
+    """--out beside the students' folders (or anywhere else), never the class folder itself nor inside a student's:
+    there its files mixed with theirs (a rerun took feedback/ for a student, 'missing' everything, and a student's
+    folder changed with every run, so it was graded again each time)."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file: name a folder for the grades (it is created if needed)")
+    if not submissions.is_dir():
+        return  # a zip is unpacked elsewhere
+    o, sub, root = out.resolve(), submissions.resolve(), root.resolve()
+    beside = f"--out {shlex.quote(os.path.relpath(sub.parent / 'grades'))}"
+    if o == sub or (root.is_relative_to(o) and o.is_relative_to(sub)):
+        raise UsageError(f"--out {out} is the submissions folder itself: the grades and feedback would mix with the "
+                         f"students' folders (a rerun would take feedback/ for a student). Write them beside it: {beside}")
+    student = None
+    if o.is_relative_to(root) and len(o.relative_to(root).parts) >= 2:
+        student = o.relative_to(root).parts[0]
+    elif o.parent == root and o.is_dir() and not (o / "gradebook.sqlite3").exists() and any(
+            f.suffix == ".py" for f in o.iterdir()):  # a student's own folder, not a grades folder among them
+        student = o.name
+    if student is not None:
+        raise UsageError(f"--out {out} is inside the student folder {student}/: the class's grades would sit among "
+                         f"that student's files (and change them at every run, or leave them ungraded). Write them "
+                         f"elsewhere: {beside}")
 
 
 def _seed(asked: int | None, book: Gradebook, con: Console) -> int:

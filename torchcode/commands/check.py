@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -19,6 +18,7 @@ from torchcode.commands import interrupts
 from torchcode.commands.common import (catalog, check_limits, display_path, resolve_target, store, wanted_dtypes,
                                       warn_store)
 from torchcode.errors import StoreError, UsageError
+from torchcode.grader.tree import remove_tree
 from torchcode.progress import SEED_MAX, SEED_MIN
 from torchcode.progress.record import record_report
 from torchcode.render import console, err_console, progress_line
@@ -92,4 +92,4 @@ def _private_tempdir():
         with interrupts.deferred():
             tempfile.tempdir = old
             if root:
-                shutil.rmtree(root, ignore_errors=True)
+                remove_tree(root)

@@ -85,6 +85,23 @@ def _started(cat: Catalog, pid: str, command: str) -> ProblemSpec:
 def resolve_target(cat: Catalog, st: Store, target: str | None, problem: str | None,
                    command: str = "check", file: str | None = None) -> tuple[ProblemSpec, Path]:
     """``check`` / ``check gqa`` / ``check path.py --problem gqa`` / ``check gqa path.py`` -> (spec, file)."""
+    spec, path = _target(cat, st, target, problem, command, file)
+    if not path.exists() and not path.is_symlink():  # the file `start` wrote for this folder, deleted or moved since
+        raise UsageError(f"no file {display_path(path)} to {command}: it was deleted or moved since `torchcode start "
+                         f"{spec.id}`. `torchcode reset {spec.id}` writes the stub again, or name the file: "
+                         f"`torchcode {command} FILE --problem {spec.id}`")
+    readable(path, command)
+    return spec, path
+
+
+def readable(path: Path, command: str = "check") -> None:
+    from torchcode.errors import Unreadable
+
+    Unreadable.check(path, display_path(path), command)
+
+
+def _target(cat: Catalog, st: Store, target: str | None, problem: str | None,
+            command: str, file: str | None) -> tuple[ProblemSpec, Path]:
     cwd = Path.cwd()
     if file is not None:  # `check PROBLEM FILE` (or FILE PROBLEM): the same as `check FILE --problem PROBLEM`
         if cat.find(file) is not None and cat.find(target) is None:
@@ -116,6 +133,8 @@ def resolve_target(cat: Catalog, st: Store, target: str | None, problem: str | N
     looks_like_file = target.endswith(".py") or os.sep in target or as_path.is_file()
     if looks_like_file:
         if not as_path.is_file():
+            if as_path.exists():  # a named pipe (reading it would wait forever), a device, a socket
+                raise UsageError(f"{target} is not a regular file (a pipe or a device): name the .py file you edit")
             raise UsageError(f"no such file: {target}{_did_you_mean(as_path)}")
         pid = problem or (None if as_path.stem.isdigit() else cat.find(as_path.stem))  # a list number is no file name
         if pid is None:
@@ -126,8 +145,8 @@ def resolve_target(cat: Catalog, st: Store, target: str | None, problem: str | N
         raise UsageError(f"conflicting problems: '{target}' and --problem '{problem}'")
     path = learner_file(st, spec, cwd)
     if not path.is_file():
-        raise UsageError(f"no file {display_path(path)} to check. Run `torchcode start {spec.id}` first, "
-                         f"or `torchcode check FILE --problem {spec.id}`.")
+        raise UsageError(f"no file {display_path(path)} to {command}. Run `torchcode start {spec.id}` first, "
+                         f"or `torchcode {command} FILE --problem {spec.id}`.")
     return spec, path
 
 

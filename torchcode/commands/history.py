@@ -60,7 +60,7 @@ def _source(st, problem: str, attempts: list[dict], n: int) -> bytes:
     source = st.source(attempts[n - 1]["id"]) if attempts[n - 1]["has_source"] else None
     if source is None:
         raise UsageError(f"the source of attempt {n} of {problem} was not kept (it was recorded by an older "
-                         "torchcode, or the file changed while it was checked)")
+                         "torchcode, the file changed while it was checked, or it was larger than 1 MB)")
     return source
 
 

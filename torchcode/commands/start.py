@@ -6,6 +6,7 @@ from pathlib import Path
 
 from typer import echo, style
 
+from torchcode.commands import interrupts
 from torchcode.commands.common import catalog, display_path, learner_file, problem_or_last, store
 from torchcode.errors import StoreError
 from torchcode.scaffold import write_stub
@@ -29,8 +30,10 @@ def start(problem: str, file: Path | None, force: bool, problems_dirs: list[Path
     if notebook:
         return _start_notebook(spec, file, force)
     path = _into_folder(file, spec.id, ".py")
-    written = write_stub(spec, path, force=force)
-    _remember(spec, path)
+    with interrupts.deferred():  # a Ctrl-C never leaves half a stub, nor a backup not said
+        written = write_stub(spec, path, force=force)
+        _remember(spec, path)
+        interrupts.settle()
     if written.backup:
         echo(f"Backed up the old file to {display_path(written.backup)}")
     echo(f"Wrote {style(display_path(path), bold=True)}: {spec.title} ({spec.difficulty}).")
@@ -60,7 +63,15 @@ def _pack_only_named_here(spec, problems_dirs: list[Path] | None) -> str | None:
 def _into_folder(file: Path | None, pid: str, suffix: str) -> Path:
     """``-o FILE``, or ``-o FOLDER`` for FOLDER/PROBLEM.py (it named the folder as a file that exists)."""
     path = (file or Path(f"{pid}{suffix}")).resolve()
-    return path / f"{pid}{suffix}" if path.is_dir() else path
+    path = path / f"{pid}{suffix}" if path.is_dir() else path
+    for parent in path.parents:  # -o notes.txt/gqa.py said "cannot write ...: File exists"
+        if parent.exists():
+            if not parent.is_dir():
+                from torchcode.errors import UsageError
+
+                raise UsageError(f"cannot write {display_path(path)}: {display_path(parent)} is a file, not a folder")
+            break
+    return path
 
 
 def _start_notebook(spec, file: Path | None, force: bool) -> int:
@@ -77,12 +88,27 @@ def _start_notebook(spec, file: Path | None, force: bool) -> int:
     return 0
 
 
+def _is_the_stub(spec, path: Path) -> bool:
+    from torchcode.scaffold import render_stub
+
+    try:
+        return not path.is_symlink() and path.is_file() and path.read_bytes() == render_stub(spec).encode("utf-8")
+    except OSError:
+        return False
+
+
 def reset(problem: str | None, problems_dirs: list[Path] | None) -> int:
     st = store()
     spec = problem_or_last(catalog(problems_dirs), st, problem, "reset")
     path = learner_file(st, spec, Path.cwd())
-    written = write_stub(spec, path, force=True)
-    _remember(spec, path)
+    if _is_the_stub(spec, path):  # a backup of the stub itself is only clutter beside the file
+        _remember(spec, path)
+        echo(f"{display_path(path)} is the stub already: nothing to restore.")
+        return 0
+    with interrupts.deferred():  # a Ctrl-C never leaves half a stub, nor a backup not said
+        written = write_stub(spec, path, force=True)
+        _remember(spec, path)
+        interrupts.settle()
     if written.backup:
         echo(f"Your previous file is kept as {display_path(written.backup)}")
     echo(f"Restored the stub in {style(display_path(path), bold=True)}.")

@@ -9,6 +9,10 @@ from torchcode.render import console
 
 
 def run(problems: list[str] | None, problems_dirs: list[Path] | None, seeds: int, variants: bool = True) -> int:
+    if seeds < 1:  # it was taken as 1, silently
+        from torchcode.errors import UsageError
+
+        raise UsageError(f"--seeds must be at least 1 (how many seeds the reference must pass on), not {seeds}")
     from torchcode.grader.judge import Grader  # before anything computes: the zygote forks here
 
     grader = Grader()

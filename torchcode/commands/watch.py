@@ -16,6 +16,8 @@ replacing it) is waited for, and a grading session that dies is restarted by the
 
 from __future__ import annotations
 
+import errno
+import os
 import threading
 import time
 from pathlib import Path
@@ -47,6 +49,7 @@ def run(target: str | None, problem: str | None, seed: int | None, limits, probl
     st = store()
     spec, path = resolve_target(cat, st, target, problem, "watch", file)
     wanted = wanted_dtypes(spec, dtypes)
+    lock = _the_only_watch(path)  # held while this watch lives; the system lets it go when the process ends
     con = console()
     err = err_console()
     err.print(f"Watching {display_path(path)} for {spec.id}: every save is graded. Ctrl-C to stop.",
@@ -73,9 +76,78 @@ def run(target: str | None, problem: str | None, seed: int | None, limits, probl
             session.close()
             if watcher.is_alive():
                 watcher.join(timeout=5)
+            _release(lock)
     interrupts.settle()  # Ctrl-C is how watch ends: not an interruption of something
     err.print("Stopped watching.", markup=False, highlight=False)
     return 0
+
+
+def _the_only_watch(path: Path):
+    """A second watch of the same file graded and recorded every save twice (each attempt twice in `history` and
+    `status`): refused, naming the first. A store folder that cannot hold the lock file is no reason not to watch.
+
+    The lock file is removed when its watch ends (``_release``), while still locked; so a watch that opened it just
+    before and gets its lock then holds a file no longer there, and opens the one now at that name instead."""
+    import hashlib
+
+    try:
+        import fcntl
+
+        from torchcode.paths import home
+
+        folder = home() / "watching"
+        folder.mkdir(parents=True, exist_ok=True)
+        name = folder / f"watch-{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]}.lock"
+    except (ImportError, OSError):
+        return None
+    for _ in range(100):
+        try:
+            lock = open(name, "a+")
+        except OSError:
+            return None
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):  # no locks there (NFS without lockd)
+                lock.close()
+                return None
+            lock.seek(0)
+            pid = lock.read().strip()
+            lock.close()
+            raise UsageError(f"{display_path(path)} is already watched by another `torchcode watch`"
+                             + (f" (process {pid})" if pid.isdigit() else "") + ": every save would be graded and "
+                             "recorded twice. Use that one, or stop it (Ctrl-C in its terminal) and watch again") from None
+        if _names(lock):
+            break
+        lock.close()  # removed by the watch that held it, which has ended: the next watch's file is a new one
+    else:
+        return None
+    lock.truncate(0)
+    lock.write(str(os.getpid()))
+    lock.flush()
+    return lock
+
+
+def _names(lock) -> bool:
+    """Is the lock file we hold still the file at its name?"""
+    try:
+        at, held = os.stat(lock.name), os.fstat(lock.fileno())
+    except OSError:
+        return False
+    return (at.st_dev, at.st_ino) == (held.st_dev, held.st_ino)
+
+
+def _release(lock) -> None:
+    """Remove our lock file while still holding its lock, then let go (a crash lets go too, leaving the file, which
+    the next watch locks and removes in its turn)."""
+    if lock is None:
+        return
+    try:
+        if _names(lock):
+            os.unlink(lock.name)
+    except OSError:
+        pass
+    lock.close()
 
 
 def _watch(path: Path, changed: threading.Event, stop: threading.Event, session) -> None:

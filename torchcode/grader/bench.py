@@ -412,12 +412,21 @@ def _cpu(v):
 
 
 def _cpu_seconds(pid: int) -> float | None:
-    """CPU time the kernel has charged to a process's threads (/proc/PID/task/*/schedstat, in ns), or None."""
+    """CPU time the kernel has charged to a process's threads (/proc/PID/task/*/schedstat, in ns), or None.
+    A thread that ends between the listing and the read is skipped (its time is no longer the process's to
+    count): under load that race made bench fall back to the wall clock now and then."""
     try:
-        total = 0
-        for tid in os.listdir(f"/proc/{pid}/task"):
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    total, read = 0, 0
+    for tid in tids:
+        try:
             with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
                 total += int(f.read().split()[0])
-        return total / 1e9
-    except (OSError, ValueError, IndexError):
-        return None
+            read += 1
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # the thread ended
+        except (OSError, ValueError, IndexError):
+            return None  # no schedstat on this kernel
+    return total / 1e9 if read else None

@@ -70,6 +70,18 @@ class Const:
 
 
 @dataclass
+class Refill:
+    """The very tensor object call ``step`` was handed as argument ``arg`` (its position or keyword in that
+    ``Call``), overwritten in place with ``tensor``'s values just before this call: a caller that reuses one
+    buffer (a mask or a batch updated between calls), as callers may. A result kept by the tensor's ``id()``
+    or ``data_ptr()`` is then stale. Not differentiated: use it for bool masks, or in a ``grad=False`` case."""
+
+    step: int
+    arg: int | str
+    tensor: torch.Tensor
+
+
+@dataclass
 class Config:
     """Keyword fields that reach the constructor as an attribute object (``config.hidden_size``)."""
 
@@ -179,6 +191,9 @@ class Case:
     work_hint: str = ""  # what grows faster, e.g. "phi(Q) phi(K)^T, even in chunks"
     train: bool = False  # module mode during the calls
     weights: dict | None = None  # module problems: these parameters, by name, instead of random ones (others drawn)
+    sibling: dict | None = None  # module problems: constructor arguments of another instance built right after the
+    #                              case's own (and every .fresh() one), before its calls, and never called: a model's
+    #                              other layer. A setting kept on the class, not on self, then has the sibling's value
     name: str = ""
     targets: str = ""
 
@@ -211,6 +226,8 @@ def signature(v):
         return ("K", signature(v.tensor))
     if isinstance(v, Prev):
         return ("P", v.step, v.path)
+    if isinstance(v, Refill):
+        return ("R", v.step, v.arg, signature(v.tensor))
     if isinstance(v, Config):
         return ("NS", tuple(sorted((k, signature(x)) for k, x in v.fields.items())))
     if isinstance(v, (tuple, list)):
@@ -222,8 +239,8 @@ def signature(v):
 
 def structure(c: Case):
     """Everything about a case but its tensors' values: shapes, dtypes, every other argument."""
-    return (signature(c.init), tuple((signature(s.args), signature(s.kwargs), s.new_instance, signature(s.ignore))
-                                     for s in c.steps), c.grad, c.train, c.max_intermediate, len(c.checks))
+    steps = tuple((signature(s.args), signature(s.kwargs), s.new_instance, signature(s.ignore)) for s in c.steps)
+    return (signature(c.init), signature(c.sibling), steps, c.grad, c.train, c.max_intermediate, len(c.checks))
 
 
 def case_seed(seed: int, name: str) -> int:

@@ -4,7 +4,7 @@
   packages and loaded libraries (``readable_roots``), and its own folder, *except* the
   directories it names as protected (torchcode's own package with the reference
   solutions, every problem pack, the progress store), may write only in its scratch
-  directory, and reaches no device but the harmless ones (null, zero, random, shm) and
+  directory, and reaches no device but the harmless ones (null, zero, random; shm on CUDA) and
   the GPU's: no terminal. Landlock is allow-list only, so the allow-list is built by
   walking from each root and allowing every sibling of the paths that lead to a protected one;
   symlinks are never followed (a rule added through ``lib64 -> lib`` would open all of
@@ -13,9 +13,12 @@
   or connect to its abstract unix sockets either.
 - ``seccomp``: a filter that kills the process on any system call made through another
   architecture's entry point (``int 0x80``, x32), makes fork, vfork, clone, clone3 and
-  execve fail (threads too, once the worker's own exist), refuses every socket but a unix
-  one (no network) and memfd_create (memory outside the address-space limit), and lets the
-  worker signal nobody but itself, on any kernel.
+  execve fail (threads too, once the worker's own exist), refuses every new socket and connect but a
+  stream socketpair (no network, no unix socket of another program: Landlock does not cover those),
+  memfd_create and memfd_secret, System V IPC and the key store (memory outside the limits, kernel
+  objects that outlive the worker) and io_uring (operations the filter never sees), and lets the
+  worker signal nobody but itself, nor change another process's limits, priority or CPUs, nor make itself
+  not dumpable (which would hide its /proc entries from a grader not running as root), on any kernel.
 - ``drop_capabilities``: a worker started by root gives up every capability, so it can neither
   raise its own limits nor force kernel buffers (sockets, pipes) past their usual sizes.
 
@@ -51,6 +54,7 @@ RET_ALLOW = 0x7FFF0000
 RET_ERRNO = 0x00050000
 EPERM, EACCES, ENOSYS = 1, 13, 38
 AF_UNIX = 1
+SOCK_NOT_STREAM = 0xE  # a socket type's low bits other than SOCK_STREAM's (1): dgram 2, raw 3, seqpacket 5...
 CLONE_THREAD = 0x00010000
 X32_BIT = 0x40000000
 F_SETOWN, F_SETSIG, F_SETOWN_EX = 8, 10, 15  # fcntl commands that direct SIGIO/SIGURG at a process
@@ -62,12 +66,26 @@ ARCHES = {
         "fork": 57, "vfork": 58, "execve": 59, "execveat": 322, "clone": 56, "clone3": 435,
         "kill": 62, "tkill": 200, "tgkill": 234, "rt_sigqueueinfo": 129, "rt_tgsigqueueinfo": 297,
         "pidfd_send_signal": 424, "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311,
-        "fcntl": 72, "ioctl": 16, "socket": 41, "memfd_create": 319, "capset": 126}),
+        "fcntl": 72, "ioctl": 16, "socket": 41, "socketpair": 53, "connect": 42, "memfd_create": 319,
+        "memfd_secret": 447, "capset": 126, "prctl": 157,
+        "shmget": 29, "shmat": 30, "shmctl": 31, "shmdt": 67, "semget": 64, "semop": 65, "semctl": 66,
+        "semtimedop": 220, "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71,
+        "add_key": 248, "request_key": 249, "keyctl": 250,
+        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+        "prlimit64": 302, "sched_setaffinity": 203, "sched_setscheduler": 144, "sched_setparam": 142,
+        "sched_setattr": 314, "migrate_pages": 256, "move_pages": 279, "setpriority": 141, "ioprio_set": 251}),
     "aarch64": (0xC00000B7, False, {
         "execve": 221, "execveat": 281, "clone": 220, "clone3": 435,
         "kill": 129, "tkill": 130, "tgkill": 131, "rt_sigqueueinfo": 138, "rt_tgsigqueueinfo": 240,
         "pidfd_send_signal": 424, "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271,
-        "fcntl": 25, "ioctl": 29, "socket": 198, "memfd_create": 279, "capset": 91}),
+        "fcntl": 25, "ioctl": 29, "socket": 198, "socketpair": 199, "connect": 203, "memfd_create": 279,
+        "memfd_secret": 447, "capset": 91, "prctl": 167,
+        "msgget": 186, "msgctl": 187, "msgrcv": 188, "msgsnd": 189, "semget": 190, "semctl": 191,
+        "semtimedop": 192, "semop": 193, "shmget": 194, "shmctl": 195, "shmat": 196, "shmdt": 197,
+        "add_key": 217, "request_key": 218, "keyctl": 219,
+        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+        "prlimit64": 261, "sched_setaffinity": 122, "sched_setscheduler": 119, "sched_setparam": 118,
+        "sched_setattr": 274, "migrate_pages": 238, "move_pages": 239, "setpriority": 140, "ioprio_set": 30}),
 }
 _LD, _JEQ, _JSET, _JGE, _RET = 0x20, 0x15, 0x45, 0x35, 0x06
 _ARCH, _NR = 4, 0
@@ -139,6 +157,25 @@ def _load(prog: bytes) -> bool:
     return libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) == 0
 
 
+# Kernel objects that no path names, so Landlock never sees them, and that outlive the worker: System V shared
+# memory (attached, written and detached again it is memory no address-space limit counts), semaphores and
+# message queues, and the kernel's key store. Each is also a channel from one grade to the next (another
+# student's, in `torchcode grade`).
+SHARED_STATE = ("shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semctl", "semtimedop",
+                "msgget", "msgsnd", "msgrcv", "msgctl", "add_key", "request_key", "keyctl")
+# io_uring runs its operations (making a socket among them) without passing them through this filter.
+IO_URING = ("io_uring_setup", "io_uring_enter", "io_uring_register")
+# Calls that change another process of the same user, no signal or ptrace needed: the trusted grader's resource
+# limits (a CPU-time limit it has already spent kills it), its priority, its CPUs, its memory's placement.
+# Allowed on the worker itself only (pid 0 or its own); setpriority and ioprio_set name a process by (which, who).
+OWN_PROCESS_ONLY = ("prlimit64", "sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr",
+                    "migrate_pages", "move_pages")
+PRIO_PROCESS, IOPRIO_WHO_PROCESS = 0, 1
+# prctl(PR_SET_DUMPABLE, 0) would make the worker's /proc entries (its open files, its mappings) readable by root
+# only: a grader not running as root could no longer watch the files it keeps open after deleting them.
+PR_SET_DUMPABLE = 4
+
+
 def seccomp_program(machine: str, pid: int, threads: bool) -> bytes | None:
     """The filter for this architecture, or None where we have no syscall table for it.
 
@@ -158,7 +195,7 @@ def seccomp_program(machine: str, pid: int, threads: bool) -> bytes | None:
     if has_x32:
         p.jge(X32_BIT, "kill")
     for name in ("fork", "vfork", "execve", "execveat", "tkill", "pidfd_send_signal", "ptrace",
-                 "process_vm_readv", "process_vm_writev", "memfd_create"):
+                 "process_vm_readv", "process_vm_writev", "memfd_create", "memfd_secret", *SHARED_STATE, *IO_URING):
         if name in nr:
             p.jeq(nr[name], "eperm")
     p.jeq(nr["clone3"], "enosys")  # glibc then falls back to clone, which we can inspect
@@ -169,12 +206,50 @@ def seccomp_program(machine: str, pid: int, threads: bool) -> bytes | None:
     p.jeq(nr["fcntl"], "fcntl")
     p.jeq(nr["ioctl"], "ioctl")
     p.jeq(nr["socket"], "socket")
+    p.jeq(nr["connect"], "eperm")
+    p.jeq(nr["socketpair"], "socketpair")
+    for name in OWN_PROCESS_ONLY:
+        p.jeq(nr[name], "own_or_zero")
+    p.jeq(nr["setpriority"], "setpriority")
+    p.jeq(nr["prctl"], "prctl")
+    p.jeq(nr["ioprio_set"], "ioprio_set")
     p.ret(RET_ALLOW)
 
-    p.label("socket")  # unix sockets only: no network (a submission could send away what it may read)
+    p.label("prctl")
     p.ld(_arg(0))
-    p.jeq(AF_UNIX, "allow")
+    p.jeq(PR_SET_DUMPABLE, "eperm")
+    p.ret(RET_ALLOW)
+
+    p.label("setpriority")  # setpriority(which, who, ...): a process, itself
+    p.ld(_arg(0))
+    p.jeq(PRIO_PROCESS, "who_is_own")
+    p.ret(RET_ERRNO | EPERM)
+    p.label("ioprio_set")
+    p.ld(_arg(0))
+    p.jeq(IOPRIO_WHO_PROCESS, "who_is_own")
+    p.ret(RET_ERRNO | EPERM)
+    p.label("who_is_own")
+    p.ld(_arg(1))
+    p.jeq(0, "allow")
+    p.jeq(pid, "allow")
+    p.ret(RET_ERRNO | EPERM)
+
+    p.label("own_or_zero")  # the first argument is a pid: 0 (itself) or its own
+    p.ld(_arg(0))
+    p.jeq(0, "allow")
+    p.jeq(pid, "allow")
+    p.ret(RET_ERRNO | EPERM)
+
+    # No new socket (the worker keeps the one it was given), nor any connect: no network (a submission could send
+    # away what it may read), and no unix socket of another program, which Landlock does not cover (a desktop's
+    # D-Bus session bus starts any command outside the sandbox, docker.sock any container). A socketpair is
+    # harmless, but only a stream pair: a datagram socket can send to any socket's path (sendto, sendmsg).
+    p.label("socket")
     p.ret(RET_ERRNO | EACCES)
+    p.label("socketpair")
+    p.ld(_arg(1))
+    p.jset(SOCK_NOT_STREAM, "eperm")
+    p.ret(RET_ALLOW)
 
     p.label("clone")
     p.ld(_arg(0))
@@ -369,9 +444,11 @@ def allow_list(protected: list[str], fenced: tuple[str, ...] = ("/dev",), roots:
 
 def devices(shm: bool = True) -> list[tuple[str, int]]:
     """The device rules: (path, rights). ``shm``: ``/dev/shm`` is writable (a scratch directory shared
-    with every process, whose files outlive the worker: left for CUDA only); else only readable."""
+    with every process, whose files outlive the worker: left for CUDA only); else out of reach (it holds the
+    shared memory of the user's other programs, a browser's among them, which a CPU worker has no use for)."""
     rules = [(d, READ_FILE | WRITE_FILE) for d in DEVICES_RW]
-    rules.append(("/dev/shm", -1 if shm else READ))  # -1: every right
+    if shm:
+        rules.append(("/dev/shm", -1))  # -1: every right
     gpu = READ_FILE | WRITE_FILE | IOCTL_DEV
     try:
         names = os.listdir("/dev")

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from torchcode.grader.protocol import ConstTensor, NamespaceValue, PrevRef
+from torchcode.grader.protocol import ConstTensor, NamespaceValue, PrevRef, RefillRef
 
 Path = tuple[int, ...]
 
@@ -113,6 +113,7 @@ class Program:
     cotangents: dict[tuple[int, Path], torch.Tensor] = field(default_factory=dict)
     fresh: frozenset[int] = frozenset()  # steps run on a newly built module (same init, same weights)
     layouts: tuple[str, ...] = ()  # memory layout of each input tensor, in the order the calls receive them
+    sibling: dict | None = None  # constructor arguments of another instance built after each one called (never called)
     calling: Calling = field(default_factory=Calling)
 
 
@@ -252,6 +253,7 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
     leaves: list[torch.Tensor] = []
     received: list[_Received] = []
     laid: list[int] = [0]  # input tensors made so far: the index into prog.layouts
+    handed: dict[tuple[int, object], torch.Tensor] = {}  # (call, position or keyword) -> the tensor object given
 
     def fresh_input(t: torch.Tensor) -> torch.Tensor:
         k, laid[0] = laid[0], laid[0] + 1
@@ -273,9 +275,29 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
             return watch(leaf(v), call, where, path, prev)
         if isinstance(v, ConstTensor):
             return watch(fresh_input(v.tensor), call, where, path, prev)
+        if isinstance(v, RefillRef):
+            return watch(refill(v), call, where, path, prev)
         if isinstance(v, tuple):
             return tuple(resolve(x, call, where, path + (j,), prev) for j, x in enumerate(v))
         return materialize(v)
+
+    def handing(v, call: int, where):
+        if isinstance(v, torch.Tensor):
+            handed[(call, where)] = v
+        return v
+
+    def refill(v: RefillRef) -> torch.Tensor:
+        """The same tensor object an earlier call was given, its values overwritten in place (a reused buffer)."""
+        t = handed.get((v.step, v.arg))
+        if t is None or t.requires_grad or t.shape != v.tensor.shape:
+            raise TypeError(f"Refill({v.step}, {v.arg!r}) names no tensor of that shape which that call was given "
+                            "and which gets no gradient")
+        with torch.no_grad():
+            t.copy_(v.tensor)
+        for r in received:  # the caller changed it, not the call: what each later call must leave is the new value
+            if r.tensor is t:
+                r.copy = None if t.is_meta else t.detach().clone()
+        return t
 
     def watch(v, call: int, where, path: Path, prev: int | None):
         if isinstance(v, torch.Tensor):
@@ -292,6 +314,7 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
                 raise InputModified(during, r.given, r.where, r.path, r.prev)
 
     modules: list[torch.nn.Module] = ex.modules
+    siblings: list = []  # kept alive for the whole case, as a model keeps its layers
 
     def build() -> torch.nn.Module:
         init_args, init_kwargs = prog.calling.construct({k: materialize(v) for k, v in (prog.init or {}).items()})
@@ -311,6 +334,10 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
                 params[name].copy_(value)
         module.train(prog.train)
         modules.append(module)
+        if prog.sibling is not None:  # a model's other layer, built before this one is called
+            sib_args, sib_kwargs = prog.calling.construct({k: materialize(v) for k, v in prog.sibling.items()})
+            with guard():
+                siblings.append(entry(*sib_args, **sib_kwargs))
         return module
 
     if is_module:
@@ -324,8 +351,8 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
             stage.name = f"in __init__ (a new instance for call {i + 1})"
             target = build()
         stage.name = f"in call {i + 1}"
-        a, kw = prog.calling.call(tuple(resolve(x, i, j) for j, x in enumerate(args)),
-                                  {k: resolve(x, i, k) for k, x in kwargs.items()})
+        a, kw = prog.calling.call(tuple(handing(resolve(x, i, j), i, j) for j, x in enumerate(args)),
+                                  {k: handing(resolve(x, i, k), i, k) for k, x in kwargs.items()})
         with guard() as g:
             before = getattr(g, "work", 0)
             ex.outputs.append(target(*a, **kw))

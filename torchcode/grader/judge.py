@@ -11,7 +11,6 @@ import functools
 import hashlib
 import random
 import secrets
-import shutil
 import sys
 import tempfile
 import threading
@@ -22,13 +21,14 @@ from pathlib import Path
 import torch
 
 from torchcode.catalog.spec import ProblemSpec
-from torchcode.errors import GraderError, UsageError
+from torchcode.errors import GraderError, SpecError, UsageError
 from torchcode.grader import cases as caseapi
 from torchcode.grader import defaults, execute, portable, protocol
 from torchcode.grader.limits import Limits
 from torchcode.grader.problem import Problem
 from torchcode.grader.result import FAILS_WITH_NEW_VALUES, CaseResult, Report, Verdict, overall
 from torchcode.grader.sandbox import WorkerProcess, Zygote
+from torchcode.grader.tree import remove_tree
 from torchcode.grader.verdict import clean_error, error_result, malformed, number
 
 __all__ = ["Grader", "Limits", "Problem", "grade_file", "resolve_device", "default_dtypes", "protected_paths"]
@@ -121,7 +121,7 @@ class Grader:
         try:
             worker = self._spawn(spec, path, tmp, dts)
         except GraderError:
-            shutil.rmtree(tmp, ignore_errors=True)
+            remove_tree(tmp)
             return
         self._spare = ((str(spec.folder), str(path), tuple(dts), identity, tuple(self.limits.imports_from)), worker, tmp)
 
@@ -135,7 +135,7 @@ class Grader:
             self._spare = None
             worker.kill()
             worker.finish()
-            shutil.rmtree(tmp, ignore_errors=True)
+            remove_tree(tmp)
 
     def _take_ahead(self, spec: ProblemSpec, dtypes: list[str]) -> "_Ahead | None":
         ahead, self._ahead = self._ahead, None
@@ -182,7 +182,7 @@ class Grader:
             worker = self.zygote.spawn(config)
         except OSError as e:
             raise GraderError(f"cannot start a worker process ({e})") from None
-        worker.watch_scratch(tmp / "cwd", lim.memory_mb << 20)
+        worker.watch_scratch(tmp / "cwd", lim.memory_mb << 20, mapped=not bounds_address_space(lim.device))
         return worker
 
     def _started(self, worker: WorkerProcess) -> dict:
@@ -223,8 +223,8 @@ class Grader:
         if reference:
             path = spec.solution_path
         fail = GraderError if reference else UsageError
-        with tempfile.TemporaryDirectory(prefix="torchcode-") as tmp:
-            worker = self._spawn(spec, path, Path(tmp), [dtype], confine=not reference)
+        with _scratch_folder() as tmp:
+            worker = self._spawn(spec, path, tmp, [dtype], confine=not reference)
             try:
                 self._started(worker)
                 if before_load is not None:
@@ -288,8 +288,8 @@ class Grader:
                 worker.kill()
                 info = worker.finish()
             report.output = _read_output(tmp / "output.txt")
-            shutil.rmtree(tmp, ignore_errors=True)
-        fill = {"{exit}": info.describe(), "{memory_mb}": str(lim.memory_mb)}
+            remove_tree(tmp)
+        fill = {"{exit}": info.describe(), "{memory_mb}": str(lim.memory_mb), "{hint}": f"`torchcode hint {spec.id}`"}
         for obj in [report, *report.cases]:
             for key, value in fill.items():
                 obj.message = obj.message.replace(key, value)
@@ -308,7 +308,6 @@ class Grader:
                 if (not only or d.name in only) and d.runs_in(dt)]
         order = run_order(defs, seed)
         tell({"event": "started", "cases": [d.name for d, _ in defs], "dtypes": list(dtypes), "seed": seed})
-        self._send_load(worker, spec, path)
         # overlaps the worker's start
         first = prepare(defs[order[0]][0], seed, defs[order[0]][1], lim.device) if defs else None
 
@@ -316,7 +315,10 @@ class Grader:
             report.verdict, report.message, report.traceback = verdict, message, traceback
             report.cases = [CaseResult(d.name, Verdict.NOT_RUN, targets=d.targets) for d, _ in defs]
 
+        # ready, and the memory watch's baseline read, before the file is sent: sent earlier, its import ran while
+        # the first case was built, and what it allocated meanwhile became the baseline
         report.limits["confined"] = self._started(worker)
+        self._send_load(worker, spec, path)
         notes = protocol.Notes()
         load_limit = min(lim.load_limit, lim.total_limit)
         try:
@@ -389,11 +391,31 @@ class Grader:
             pool.shutdown(cancel_futures=True)
         report.cases = [results[k] for k in range(len(defs))]
         self._left_by_other_cases(spec, path, problem, report, order, preps, per_case, dtypes)
+        _say_precision(report.cases, defs, self._in_float32(worker, problem, report.cases, defs, seed, per_case, clock,
+                                                            dead))
         report.verdict = overall(report.cases)
         explained = report.explained
         report.message = explained.message if explained and not report.passed else ""
         if dry and report.passed and not dead:
             report.advice = self._dry_run(worker, path, [preps[k] for k in order if k in preps])
+
+    def _in_float32(self, worker: WorkerProcess, problem: Problem, cases: list[CaseResult], defs, seed: int,
+                    per_case: float, clock: list, dead) -> dict[str, bool]:
+        """A wrong answer in a case that runs in low precision only is not evidence of a precision problem by
+        itself: the same case, run once more in float32 on the same worker, tells one (float32 passes) from a plain
+        error (float32 fails too). Whether float32 passed, by case name; nothing for a worker that is gone."""
+        found: dict[str, bool] = {}
+        for (d, dtype), c in zip(defs, cases):
+            if dead or c.verdict is not Verdict.WRONG_ANSWER or d.runs_in("float32") or d.name in found:
+                continue
+            try:
+                prep = problem.prepare(d, seed, "float32", self.limits.device)
+            except SpecError:  # the reference itself cannot run it in float32: no evidence either way
+                continue
+            res, dead = self._exchange(worker, problem, prep, per_case, clock, None)
+            if res.verdict in (Verdict.ACCEPTED, Verdict.WRONG_ANSWER):
+                found[d.name] = res.passed
+        return found
 
     def _dry_run(self, worker: WorkerProcess, path: Path, preps: list) -> list[str]:
         """Code accepted on the CPU, run once more on the meta device: would it also run on a GPU?
@@ -472,6 +494,10 @@ class Grader:
                                        "a result (os._exit, a segfault, or running "
                                        f"out of memory; the limit is {lim.memory_mb} MB)"),
                     "an earlier case crashed the process")
+        if worker.over_now():  # the watches poll: what the worker holds as it replies counts, last case included
+            return (CaseResult(c.name, Verdict.MEMORY_LIMIT, targets=c.targets, seconds=time.perf_counter() - t,
+                               message=_over_message(worker, "during this case")),
+                    "an earlier case ran out of memory" if worker.memory_over else "an earlier case wrote too many files")
         result = problem.judge(prep, reply, tensors, notes)
         if result.verdict is Verdict.CRASHED:  # a malformed reply: the stream may be out of step
             worker.kill()
@@ -480,8 +506,8 @@ class Grader:
 
     def _alone(self, spec, path, problem: Problem, prep, per_case: float, dtypes) -> CaseResult | None:
         """The case run first in a fresh worker, where nothing another case left behind exists (None: could not)."""
-        with tempfile.TemporaryDirectory(prefix="torchcode-") as tmp:
-            worker = self._spawn(spec, path, Path(tmp), dtypes)
+        with _scratch_folder() as tmp:
+            worker = self._spawn(spec, path, tmp, dtypes)
             try:
                 self._started(worker)
                 self._send_load(worker, spec, path)
@@ -557,10 +583,55 @@ class _Ahead:
         return problem.prepare(cdef, self.seed, dtype, device, replay) if prep is _missing else prep
 
 
+@contextlib.contextmanager
+def _scratch_folder():
+    """A worker's temporary directory, removed on the way out whatever its worker left there (TemporaryDirectory's
+    own clean-up recurses once per level: 1100 nested folders raised RecursionError)."""
+    tmp = Path(tempfile.mkdtemp(prefix="torchcode-"))
+    try:
+        yield tmp
+    finally:
+        remove_tree(tmp)
+
+
 def bounds_address_space(device: str) -> bool:
     """Whether the worker's memory limit is an address-space limit (RLIMIT_AS: exact, set by the worker
     itself) or, where CUDA maps far more address space than memory, the memory it holds, watched from here."""
     return device == "cpu"
+
+
+PRECISION = ("{where}: a step of yours loses {dtype}'s precision or range. Count positions and lengths in integers "
+             "(bfloat16 holds whole numbers exactly only up to 256), fill masked scores with float('-inf') or "
+             "torch.finfo(scores.dtype).min (not -1e4 or -1e9, nor float16's minimum in every dtype), and accumulate "
+             "long sums and the softmax in float32, casting the result back with .to(x.dtype)")
+
+
+NOT_PRECISION = ("This case runs in {dtype} only, but it fails in float32 too (run once more to tell): not a matter "
+                 "of {dtype}'s precision; the result itself is wrong there")
+
+
+def _say_precision(cases: list[CaseResult], defs, in_float32: dict[str, bool] | None = None) -> None:
+    """A wrong answer only low precision shows (float32 passes the same case) says it is about precision, and what to
+    do (unless the case's own targets say so already). A case that runs in low precision only has that evidence
+    only from ``in_float32`` (the same case run once more in float32: passed or not); one that fails in float32 too
+    says so instead: it is a plain error, whatever its targets say about the dtype."""
+    in_float32 = in_float32 or {}
+    passed32 = {d.name for (d, dt), c in zip(defs, cases) if dt == "float32" and c.passed}
+    for (d, dtype), c in zip(defs, cases):
+        if c.verdict is not Verdict.WRONG_ANSWER or dtype == "float32":
+            continue
+        if in_float32.get(d.name) is False:
+            c.message = c.message.rstrip(". ") + ". " + NOT_PRECISION.format(dtype=dtype)
+            continue
+        if dtype in c.message or dtype in d.targets or (c.mismatch is not None and c.mismatch.bias is not None):
+            continue  # said already: by the case, or a lean
+        if d.name in passed32:
+            where = f"float32 passes this case and {dtype} fails it"
+        elif in_float32.get(d.name):
+            where = f"this case runs in {dtype} only, and float32 passes it when run once more to tell"
+        else:
+            continue
+        c.message = c.message.rstrip(". ") + ". " + PRECISION.format(where=where[0].upper() + where[1:], dtype=dtype)
 
 
 def _over_message(worker: WorkerProcess, when: str) -> str:

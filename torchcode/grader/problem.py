@@ -20,7 +20,7 @@ from torchcode.catalog.spec import ProblemSpec
 from torchcode.errors import SpecError
 from torchcode.grader import cases as caseapi
 from torchcode.grader import execute, protocol
-from torchcode.grader.protocol import ConstTensor, NamespaceValue, PrevRef
+from torchcode.grader.protocol import ConstTensor, NamespaceValue, PrevRef, RefillRef
 from torchcode.grader.result import CaseResult
 
 
@@ -65,6 +65,7 @@ class Problem:
         if not self.cases:
             raise SpecError(spec.cases_path, None, "defines no case", "decorate case functions with @case")
         _check_case_dtypes(spec, self.cases)
+        self.dims = _dims(spec, vars(cases_mod).get("DIMS"))
         self.bench_builder = caseapi.find_marked(vars(cases_mod), "__torchcode_benchmark__")
         self.baseline = caseapi.find_marked(vars(cases_mod), "__torchcode_baseline__")
         sol = _import_file(spec.solution_path, f"torchcode_solution_{spec.id}", "reference solution")
@@ -134,6 +135,9 @@ class Problem:
         if not spec.entry.is_module and any(s.new_instance for s in c.steps):
             raise SpecError(spec.cases_path, None, f"case '{c.name}' uses Call(...).fresh(), which only module problems "
                             "can use (a function has no instance)", "remove .fresh()")
+        if not spec.entry.is_module and c.sibling is not None:
+            raise SpecError(spec.cases_path, None, f"case '{c.name}' sets Case(sibling=...), which only module problems "
+                            "can use (a function has no instance)", "remove sibling=")
         rng = caseapi.Rng(caseapi.case_seed(seed, c.name + "/weights" + variant))
         state = self.weights(c, rng)
         for name, value in (c.weights or {}).items():  # chosen by the case (e.g. scores of a known size and sign)
@@ -188,6 +192,9 @@ class Problem:
             "grad": c.grad, "train": c.train, "max_elements": c.max_intermediate, "dtype": dtype, "device": device,
             "measured": any(v is not None for v in (c.max_intermediate, c.max_reduction, c.max_work_exponent)),
             "layouts": list(layouts),
+            # the optional parameters given, by position in about half the cases (by keyword in the others), and the
+            # other way in each case's replay: every passing case is called both ways, as callers may
+            "positional": (caseapi.case_seed(seed, cdef.name + "/positional") % 2 == 0) != replay,
             "cotangents": [{"step": s, "path": list(p), "t": msg.tensor(t)} for (s, p), t in ref_prog.cotangents.items()],
         })
         if dtype != "float32":
@@ -227,6 +234,7 @@ class Problem:
             steps=[(tuple(_as_program(a, cast) for a in s.args), {k: _as_program(v, cast) for k, v in s.kwargs.items()})
                    for s in c.steps],
             grad=c.grad, train=c.train, fresh=frozenset(i for i, s in enumerate(c.steps) if s.new_instance),
+            sibling={k: _as_program(v, cast) for k, v in c.sibling.items()} if c.sibling is not None else None,
             calling=self.calling)
 
     def message(self, c: caseapi.Case, state: dict, cast) -> tuple[dict, protocol.Message]:
@@ -238,6 +246,7 @@ class Problem:
             "steps": [{"args": [msg.value(_cast(a, cast)) for a in s.args],
                        "kwargs": {k: msg.value(_cast(v, cast)) for k, v in s.kwargs.items()},
                        **({"fresh": True} if s.new_instance else {})} for s in c.steps],
+            **({"sibling": {k: msg.value(v) for k, v in c.sibling.items()}} if c.sibling is not None else {}),
         }
         return header, msg
 
@@ -248,13 +257,25 @@ class Problem:
         from torchcode.grader.result import Verdict
         from torchcode.grader.verdict import judge_case
 
-        res = judge_case(self.spec.grading, p, reply, tensors, notes)
+        res = judge_case(self.spec.grading, p, reply, tensors, notes, self.dims)
         # a forward set on the instance gives callers its own defaults (the worker read them after the case)
         wrong = defaults.reported_problem(reply.get("defaults"), self.spec.entry, self.reference) if (
             isinstance(reply, dict) and "error" not in reply) else None
         if wrong and res.verdict is not Verdict.CRASHED:
             res.verdict, res.message, res.mismatch = Verdict.BAD_INTERFACE, wrong, None
         return res
+
+
+def _dims(spec: ProblemSpec, dims) -> dict[str, tuple[str, ...]]:
+    """cases.py's optional DIMS: {"output": ("query position", "feature"), "K": ("key position", "feature")}, the
+    names of each tensor's last dimensions (by output label or input name), used in messages."""
+    if dims is None:
+        return {}
+    if not (isinstance(dims, dict) and all(isinstance(k, str) and isinstance(v, tuple) and v
+                                           and all(isinstance(x, str) and x for x in v) for k, v in dims.items())):
+        raise SpecError(spec.cases_path, None, "DIMS is not a dict of names to tuples of dimension names",
+                        'e.g. DIMS = {"output": ("query position", "feature")}')
+    return dict(dims)
 
 
 def _check_case_dtypes(spec: ProblemSpec, defs: list) -> None:
@@ -286,6 +307,8 @@ def _check_names(spec: ProblemSpec, c: caseapi.Case) -> None:
     given = [(f"step {i}", where, e.params, len(s.args), s.kwargs) for i, s in enumerate(c.steps)]
     if e.is_module and isinstance(c.init, dict):
         given.append(("init", f"{e.name}.__init__", e.init, 0, c.init))
+    if e.is_module and isinstance(c.sibling, dict):
+        given.append(("sibling", f"{e.name}.__init__", e.init, 0, c.sibling))
     for step, fn, names, positional, kwargs in given:
         if positional > len(names):
             raise SpecError(spec.cases_path, None, f"case '{c.name}' ({step}) passes {positional} arguments to {fn}, "
@@ -359,6 +382,8 @@ def _as_program(v, cast):
         return ConstTensor(cast(v.tensor))
     if isinstance(v, caseapi.Prev):
         return PrevRef(v.step, v.path)
+    if isinstance(v, caseapi.Refill):
+        return RefillRef(v.step, v.arg, cast(v.tensor))
     if isinstance(v, caseapi.Config):
         return NamespaceValue({k: _as_program(x, cast) for k, x in v.fields.items()})
     if isinstance(v, (tuple, list)):
@@ -372,6 +397,8 @@ def _cast(v, cast):
         return cast(v)
     if isinstance(v, caseapi.Const):
         return caseapi.Const(cast(v.tensor))
+    if isinstance(v, caseapi.Refill):
+        return caseapi.Refill(v.step, v.arg, cast(v.tensor))
     if isinstance(v, (tuple, list)):
         return type(v)(_cast(x, cast) for x in v)
     return v

@@ -10,6 +10,7 @@ Values inside the header:
   {"K": i}            tensor i, not differentiated (``Const``)
   {"L": [...]}        list / tuple
   {"P": [step, ...]}  an earlier output of the learner (``Prev``)
+  {"R": [step, arg, i]}  the tensor call ``step`` got as ``arg`` (an int or a name), refilled with tensor i
   {"NS": {...}}       an attribute object (``Config``)
   {"X": "typename"}   a returned object of an unsupported type (learner side only)
   null / bool / int / float / str as themselves
@@ -95,7 +96,7 @@ class Message:
         return self.offset
 
     def value(self, v):
-        from torchcode.grader.cases import Config, Const, Prev  # the author API types
+        from torchcode.grader.cases import Config, Const, Prev, Refill  # the author API types
 
         if isinstance(v, torch.Tensor):
             return self.tensor(v)
@@ -109,6 +110,8 @@ class Message:
             return {"L": [self.value(x) for x in v]}
         if isinstance(v, Prev):
             return {"P": [v.step, *v.path]}
+        if isinstance(v, Refill):
+            return {"R": [v.step, v.arg, self.tensor(v.tensor)["T"]]}
         if isinstance(v, Config):
             return {"NS": {k: self.value(x) for k, x in v.fields.items()}}
         raise ProtocolError(f"cannot send a {type(v).__name__}")
@@ -299,6 +302,9 @@ def decode(v, tensors: list[torch.Tensor]):
             return float(x)
         if tag == "P" and isinstance(x, list) and x and all(isinstance(i, int) for i in x):
             return PrevRef(x[0], tuple(x[1:]))
+        if (tag == "R" and isinstance(x, list) and len(x) == 3 and type(x[0]) is int and type(x[1]) in (int, str)
+                and type(x[2]) is int and 0 <= x[2] < len(tensors)):
+            return RefillRef(x[0], x[1], tensors[x[2]])
         if tag == "NS" and isinstance(x, dict):
             return NamespaceValue({str(k): decode(i, tensors) for k, i in x.items()})
         if tag == "X" and isinstance(x, str):
@@ -311,6 +317,13 @@ class PrevRef(tuple):
 
     def __new__(cls, step, path):
         return super().__new__(cls, (step, path))
+
+
+class RefillRef:
+    """A decoded ``Refill``: the tensor call ``step`` got as ``arg``, overwritten with ``tensor`` before this call."""
+
+    def __init__(self, step: int, arg, tensor):
+        self.step, self.arg, self.tensor = step, arg, tensor
 
 
 class ConstTensor:

@@ -59,6 +59,14 @@ class Mismatch:
     total: int
     bias: float | None = None  # low precision: the systematic relative error of a tensor whose elements each pass
     bias_dim: int | None = None  # where the lean is per slice along a dimension (rms over the slices): that dimension
+    bias_block: list[int] | None = None  # where it is per block of the halves of two dimensions: those dimensions
+    detail: str = ""  # where the wrong elements lie, when that narrows it down (slices swapped, only some rows wrong)
+
+
+def plain_mismatch(m: Mismatch) -> str:
+    """The first sentence of a values mismatch's message (a terminal shows its numbers as a table instead)."""
+    return (f"{m.what} does not match the reference: {m.bad:,} of {m.total:,} elements are off, "
+            f"worst at index {m.index} (expected {m.expected:.6g}, got {m.got:.6g})")
 
 
 @dataclass

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import struct
@@ -24,6 +23,7 @@ import time
 from dataclasses import dataclass
 
 from torchcode.grader import protocol
+from torchcode.grader.tree import remove_tree
 
 _LEN = struct.Struct("!I")
 
@@ -155,7 +155,7 @@ def _zygote_loop(sock: socket.socket) -> None:
             except ChildProcessError:
                 pass
             if tmp and os.path.basename(tmp).startswith("torchcode-"):
-                shutil.rmtree(tmp, ignore_errors=True)  # the trusted process died before it could
+                remove_tree(tmp)  # the trusted process died before it could
                 parent = os.path.dirname(tmp)
                 if os.path.basename(parent).startswith("torchcode-check-"):  # `check`'s own folder, now empty
                     try:
@@ -250,9 +250,11 @@ class Zygote:
 MAX_SCRATCH_FILES = 2000  # a kernel writes none; compiled-kernel caches (Triton, Inductor) a few hundred
 
 
-def _tree_size(folder, most: int) -> tuple[int, int]:
-    """Bytes and number of the files under ``folder`` (links not followed), counting at most ``most``."""
-    size, count, todo = 0, 0, [str(folder)]
+def _tree_size(folder, most: int) -> tuple[int, int, bool]:
+    """Bytes and number of the files under ``folder`` (links not followed), counting at most ``most``, and
+    whether a folder there could not be listed (not one that vanished meanwhile): one named past the longest
+    path the system takes, or stripped of its read permission, hides what is in it."""
+    size, count, todo, blind = 0, 0, [str(folder)], False
     while todo and count < most:
         try:
             with os.scandir(todo.pop()) as it:
@@ -265,9 +267,57 @@ def _tree_size(folder, most: int) -> tuple[int, int]:
                             size += e.stat(follow_symlinks=False).st_blocks * 512
                     except OSError:
                         pass
-        except OSError:
+        except (FileNotFoundError, NotADirectoryError):
             pass
-    return size, count
+        except OSError:
+            blind = True
+    return size, count, blind
+
+
+def _unlinked_bytes(pid: int, folder: str, mapped: bool) -> int:
+    """Bytes of the files under ``folder`` that ``pid`` unlinked but still holds open (or, with ``mapped``,
+    mapped): gone from the folder's listing, their disk (or tmpfs memory) is freed only when the worker lets
+    go. Mapped files count where no address-space limit does (CUDA); elsewhere the mappings are address space."""
+    prefix, seen, total = folder.rstrip("/") + "/", set(), 0
+
+    def count(link: str, fallback: int = 0) -> None:
+        nonlocal total
+        try:
+            st = os.stat(link)
+            key, size = (st.st_dev, st.st_ino), st.st_blocks * 512
+        except OSError:
+            key, size = link, fallback
+        if key not in seen:
+            seen.add(key)
+            total += size
+
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        fds = []
+    for fd in fds:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith(prefix) and target.endswith(" (deleted)"):
+            count(f"/proc/{pid}/fd/{fd}")
+    if mapped:
+        try:
+            with open(f"/proc/{pid}/maps", "rb") as f:
+                lines = f.read().decode(errors="replace").splitlines()
+        except OSError:
+            lines = []
+        for line in lines:
+            fields = line.split(None, 5)
+            if len(fields) == 6 and fields[5].startswith(prefix) and fields[5].endswith(" (deleted)"):
+                start, _, end = fields[0].partition("-")
+                try:
+                    extent = int(end, 16) - int(start, 16) + int(fields[2], 16)
+                except ValueError:
+                    continue
+                count(f"/proc/{pid}/map_files/{fields[0]}", extent)
+    return total
 
 
 def _resident_bytes(pid: int) -> int | None:
@@ -289,6 +339,7 @@ class WorkerProcess:
         self.zygote, self.pid, self.sock = zygote, pid, sock
         self.scratch_over = ""  # why watch_scratch killed it
         self.memory_over = ""  # why watch_memory killed it
+        self._checks: list = []  # each watch's look, for over_now
         self.exit: ExitInfo | None = None
         self.received = False
 
@@ -319,16 +370,26 @@ class WorkerProcess:
     def kill(self) -> None:
         _killpg(self.pid)
 
-    def watch_scratch(self, folder, max_bytes: int, every: float = 0.1) -> None:
+    def watch_scratch(self, folder, max_bytes: int, every: float = 0.1, mapped: bool = False) -> None:
         """Kill the worker once the files under ``folder`` (its scratch directory, where temporary files
         go) hold more than ``max_bytes`` or number more than MAX_SCRATCH_FILES: disk, or memory where the
-        folder is a tmpfs, that no rlimit counts (RLIMIT_FSIZE caps each file, not how many). Why it was
-        killed is left in ``scratch_over``."""
+        folder is a tmpfs, that no rlimit counts (RLIMIT_FSIZE caps each file, not how many). Files it
+        unlinked but still holds open (``mapped``: or mapped, where no address-space limit counts mappings)
+        count too. Why it was killed is left in ``scratch_over``."""
+        real = os.path.realpath(folder)
+
         def over():
-            size, count = _tree_size(folder, MAX_SCRATCH_FILES + 1)
+            size, count, blind = _tree_size(folder, MAX_SCRATCH_FILES + 1)
             if count > MAX_SCRATCH_FILES:
                 return f"more than {MAX_SCRATCH_FILES} files"
-            return f"{size / 2**20:.0f} MB in {count} files" if size > max_bytes else ""
+            if blind:
+                return ("folders the grader cannot look into (a path longer than the system allows, or a folder "
+                        "without read permission)")
+            held = _unlinked_bytes(self.pid, real, mapped) if size <= max_bytes else 0
+            if size + held <= max_bytes:
+                return ""
+            hidden = f" ({held / 2**20:.0f} MB of it in files deleted but still open or mapped)" if held else ""
+            return f"{(size + held) / 2**20:.0f} MB in {count} files{hidden}"
 
         self._watch("scratch", over, every)
 
@@ -353,18 +414,27 @@ class WorkerProcess:
     def _watch(self, what: str, over, every: float) -> None:
         """Poll ``over()`` from a thread until the worker is finished: a reason ('' while within bounds, None
         to stop watching) kills the worker and is left in ``{what}_over``."""
+        def check() -> bool:
+            why = over()
+            if why:
+                setattr(self, f"{what}_over", why)
+                self.kill()
+            return why is None or bool(why)  # done watching
+
         def watch():
-            while self.exit is None:
-                why = over()
-                if why is None:
-                    return
-                if why:
-                    setattr(self, f"{what}_over", why)
-                    self.kill()
-                    return
+            while self.exit is None and not check():
                 time.sleep(every)
 
+        self._checks.append(check)
         threading.Thread(target=watch, name=f"torchcode-{what}-{self.pid}", daemon=True).start()
+
+    def over_now(self) -> bool:
+        """Look once more now, between two polls (a reply just came: what the worker holds at this moment counts,
+        however soon it is ended); True when a limit is passed (the worker is then killed)."""
+        if self.exit is None:
+            for check in list(self._checks):
+                check()
+        return bool(self.scratch_over or self.memory_over)
 
     def finish(self, grace: float = 1.0) -> ExitInfo:
         """Ask it to leave, wait up to ``grace`` s, kill its whole group, return how it ended."""

@@ -7,6 +7,7 @@ saw; the first problem found, in that order, is the case's verdict and its messa
 from __future__ import annotations
 
 import math
+import re
 
 import torch
 
@@ -14,12 +15,13 @@ from torchcode.catalog.spec import GradingPolicy
 from torchcode.grader import compare, execute, protocol
 from torchcode.grader.problem import Prepared
 from torchcode.grader.protocol import Unsupported
-from torchcode.grader.result import CaseResult, Mismatch, Verdict
+from torchcode.grader.result import CaseResult, Mismatch, Verdict, plain_mismatch
 
 
 def judge_case(pol: GradingPolicy, p: Prepared, reply: dict, tensors: list[torch.Tensor],
-               notes: protocol.Notes | None = None) -> CaseResult:
-    """The verdict of one case, from what the worker sent back (``reply``, and ``notes`` sent before it)."""
+               notes: protocol.Notes | None = None, dims: dict | None = None) -> CaseResult:
+    """The verdict of one case, from what the worker sent back (``reply``, and ``notes`` sent before it).
+    ``dims``: the names of tensors' last dimensions (cases.py's DIMS), by output or input name."""
     c = p.case
     res = CaseResult(c.name, Verdict.ACCEPTED, targets=c.targets)
     try:
@@ -36,7 +38,16 @@ def judge_case(pol: GradingPolicy, p: Prepared, reply: dict, tensors: list[torch
         if isinstance(reply["error"], dict) and reply["error"].get("kind") == "mutated":
             res.verdict, res.message = Verdict.WRONG_ANSWER, _mutated_message(p, reply["error"])
             return res
-        return error_result(res, reply["error"])
+        res = error_result(res, reply["error"])
+        if res.verdict is Verdict.RUNTIME_ERROR and res.message and not res.message.endswith("."):
+            res.message += "."
+        if res.verdict is Verdict.RUNTIME_ERROR:
+            res.message += _given(p, reply["error"].get("stage", ""))
+            if p.header.get("positional") is True and re.search(r"positional arguments? but \d+ (were|was) given|"
+                                                                  r"got multiple values for argument", res.message):
+                res.message += (" The optional parameters came by position here, in the contract's order, as callers "
+                                "may pass them: accept them by position too (not after `*`, nor only through `**`).")
+        return res
     largest, shape = reply["largest"], reply["largest_shape"]
     if notes is not None and notes.too_large and notes.too_large[0] > largest:
         largest, shape = notes.too_large
@@ -73,6 +84,8 @@ def judge_case(pol: GradingPolicy, p: Prepared, reply: dict, tensors: list[torch
         if problem:
             res.verdict = Verdict.WRONG_DEVICE if " on device " in problem else Verdict.WRONG_OUTPUT
             res.message = (f"in call {i + 1}: " if multi else "") + problem
+            if " has shape " in problem:
+                res.message += "." + _given(p, f"in call {i + 1}")
             return res
 
     # 2. NaN / Inf
@@ -81,13 +94,17 @@ def judge_case(pol: GradingPolicy, p: Prepared, reply: dict, tensors: list[torch
             t = lo[path]
             if isinstance(g, torch.Tensor) and g.is_floating_point():
                 bad = ~torch.isfinite(t.tensor) & torch.isfinite(g)
+                graded = torch.isfinite(g)
                 if (i, path) in p.ignore:
-                    bad &= ~p.ignore[(i, path)].expand_as(bad)
+                    graded = graded & ~p.ignore[(i, path)].to(torch.bool).expand_as(bad)
+                    bad &= graded
                 if bad.any():
                     idx = [int(x) for x in torch.nonzero(bad)[0]]
+                    where = compare.where(bad, _dims(dims, _label(path, i, multi)), graded)
                     res.verdict = Verdict.WRONG_ANSWER
                     res.message = (f"{_label(path, i, multi)} contains {t.tensor[tuple(idx)].item()} at {idx} where the "
-                                   "expected value is finite. NaN/inf come from exp() of large scores (subtract each "
+                                   f"expected value is finite ({int(bad.sum()):,} of {bad.numel():,} elements"
+                                   + (f"; {where}" if where else "") + "). NaN/inf come from exp() of large scores (subtract each "
                                    "row's maximum, or use torch.softmax), from a row whose keys are all masked "
                                    "(check which keys each query may see), or from reading memory outside the "
                                    "tensor (torch.as_strided with strides that assume a contiguous input: take them "
@@ -117,7 +134,8 @@ def judge_case(pol: GradingPolicy, p: Prepared, reply: dict, tensors: list[torch
             if not (isinstance(g, torch.Tensor) and g.is_floating_point()):
                 continue
             m = compare.compare(_label(path, i, multi), lo[path].tensor, g, ro[path],
-                                factor=pol.factor, floor=pol.floor, ignore=p.ignore.get((i, path)), spread=so.get(path))
+                                factor=pol.factor, floor=pol.floor, ignore=p.ignore.get((i, path)), spread=so.get(path),
+                                dims=_dims(dims, _label(path, i, multi)))
             if m:
                 return _wrong(res, m)
 
@@ -125,13 +143,13 @@ def judge_case(pol: GradingPolicy, p: Prepared, reply: dict, tensors: list[torch
     if c.grad:
         for idx, g in p.gold.input_grads.items():
             m = _grad(pol, f"gradient of {p.leaf_labels[idx]}", in_grads.get(idx), g, p.ref.input_grads.get(idx),
-                      p.spread.input_grads.get(idx) if p.spread else None)
+                      p.spread.input_grads.get(idx) if p.spread else None, _dims(dims, p.leaf_labels[idx]))
             if m:
                 dtype = _dtype(p.ref.input_grads.get(idx))
                 return _wrong_grad(res, m, dtype) if isinstance(m, Mismatch) else _bad_grad(res, m)
         for name, g in p.gold.param_grads.items():
             m = _grad(pol, f"gradient of {name}", p_grads.get(name), g, p.ref.param_grads.get(name),
-                      p.spread.param_grads.get(name) if p.spread else None)
+                      p.spread.param_grads.get(name) if p.spread else None, _dims(dims, name))
             if m:
                 dtype = _dtype(p.ref.param_grads.get(name))
                 return _wrong_grad(res, m, dtype) if isinstance(m, Mismatch) else _bad_grad(res, m)
@@ -175,6 +193,49 @@ def _mutated_message(p: Prepared, err: dict) -> str:
             "a copy.")
 
 
+def _given(p: Prepared, stage: str) -> str:
+    """What the call a message is about was given, in the contract's names: " Call 2 was given Q [2, 5, 8], ..."."""
+
+    found = re.search(r"\bcall (\d+)", stage)
+    if found and 1 <= int(found.group(1)) <= len(p.case.steps):
+        step = int(found.group(1)) - 1
+        call = p.case.steps[step]
+        said = [_arg(p.params[j] if j < len(p.params) else f"argument {j + 1}", a) for j, a in enumerate(call.args)]
+        said += [_arg(k, v) for k, v in call.kwargs.items()]
+        who = f"Call {step + 1}" if len(p.case.steps) > 1 else "The call"
+    elif "__init__" in stage and p.case.init:
+        said, who = [_arg(k, v) for k, v in p.case.init.items()], "The constructor"
+    else:
+        return ""
+    said = [x for x in said if x]
+    return f" {who} was given {', '.join(said)}." if said else ""
+
+
+def _arg(name: str, v) -> str:
+    """One argument as the learner would name it: ``Q [2, 5, 8]``, ``mask [5, 7] bool``, ``n_rep=2``."""
+    from torchcode.grader.cases import Config, Const, Prev, Refill
+
+    if isinstance(v, Refill):
+        return (f"{name} = the same tensor object as call {v.step + 1}'s "
+                f"{v.arg if isinstance(v.arg, str) else 'argument ' + str(v.arg + 1)}, given new values in place")
+    if isinstance(v, Const):
+        v = v.tensor
+    if isinstance(v, torch.Tensor):
+        kind = "" if v.is_floating_point() else " " + str(v.dtype).removeprefix("torch.")
+        return f"{name} {list(v.shape)}{kind}"
+    if isinstance(v, Prev):
+        return f"{name} = what call {v.step + 1} returned" + "".join(f"[{i}]" for i in v.path)
+    if isinstance(v, (tuple, list)):
+        inner = [_arg("", x).strip() for x in v]
+        return f"{name} ({', '.join(inner)})" if all(inner) else ""
+    if isinstance(v, Config):
+        inner = [_arg(k, x) for k, x in v.fields.items()]
+        return f"{name} ({', '.join(x for x in inner if x)})"
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return f"{name}={v!r}"
+    return ""
+
+
 def _algorithm_problem(c, reply: dict) -> str | None:
     """The case's bounds on how the result is computed: the widest reduction, and how work grows with size."""
     n, op, shape = reply["widest"]
@@ -196,7 +257,18 @@ def _algorithm_problem(c, reply: dict) -> str | None:
             f"S^{c.max_work_exponent:g}" + (f": {c.work_hint}" if c.work_hint else "") + ".")
 
 
-def _grad(pol: GradingPolicy, what, got, gold, ref, spread=None):
+def _dims(dims: dict | None, label: str) -> tuple[str, ...]:
+    """The names of the last dimensions of the tensor ``label`` names ("output[1][0] of call 2", "Q (call 1)"):
+    DIMS's entry for it, else for its name without indices ("output", "Q"), else none."""
+    if not dims:
+        return ()
+    name = re.sub(r" of call \d+$| \(call \d+\)$", "", label)
+    while name not in dims and name.endswith("]"):
+        name = name[:name.rindex("[")]
+    return tuple(dims.get(name, ()))
+
+
+def _grad(pol: GradingPolicy, what, got, gold, ref, spread=None, dims: tuple[str, ...] = ()):
     """None when the gradient is right; else a Mismatch, or why it is missing or malformed (a message)."""
     if gold is None or ref is None:
         return None
@@ -205,7 +277,7 @@ def _grad(pol: GradingPolicy, what, got, gold, ref, spread=None):
     if tuple(got.tensor.shape) != tuple(gold.shape):  # autograd never gives one: the .grad was set by hand
         return (f"the {what} has shape {list(got.tensor.shape)}, expected {list(gold.shape)}: gradients must come "
                 "from autograd (never set or replace .grad yourself)")
-    return compare.compare(what, got.tensor, gold, ref, factor=pol.factor, floor=pol.floor, spread=spread)
+    return compare.compare(what, got.tensor, gold, ref, factor=pol.factor, floor=pol.floor, spread=spread, dims=dims)
 
 
 class _LT:
@@ -336,7 +408,9 @@ def _structure_problem(got, gold, ref, label: str = "output", device: str = "cpu
     if tuple(t.shape) != tuple(ref.shape):
         return f"{label} has shape {list(t.shape)}, expected {list(ref.shape)}"
     if t.dtype != ref.dtype:
-        return f"{label} has dtype {t.dtype}, expected {ref.dtype} (keep the inputs' dtype)"
+        made = (" A tensor made without dtype= is float32; after computing a step in float32, "
+                "cast the result back with .to(x.dtype)") if t.dtype == torch.float32 else ""
+        return f"{label} has dtype {t.dtype}, expected {ref.dtype}: return the inputs' dtype.{made}"
     if got.device.split(":")[0] != device:
         return f"{label} is on device {got.device}, expected {device} (keep the inputs' device)"
     return None
@@ -344,6 +418,14 @@ def _structure_problem(got, gold, ref, label: str = "output", device: str = "cpu
 
 def _wrong(res: CaseResult, m: Mismatch) -> CaseResult:
     res.verdict, res.mismatch = Verdict.WRONG_ANSWER, m
+    if m.bias is not None and m.bias_block:
+        a, b = m.bias_block[:2]
+        res.message = (f"{m.what} (shape {m.shape}) leans one way in some blocks of it (halves of dimensions {a} and "
+                       f"{b}) and the other way in others: each block is off by a systematic {abs(m.bias):.2%} of its "
+                       "scale on average (each element alone is within this dtype's tolerance, but rounding leans "
+                       "neither way). Look for a scale or an offset that depends on where the element is, used only "
+                       "in low precision")
+        return res
     if m.bias is not None and m.bias_dim is not None:
         res.message = (f"{m.what} (shape {m.shape}) leans one way in some slices along dimension {m.bias_dim} and the "
                        "other way in others: "
@@ -356,12 +438,17 @@ def _wrong(res: CaseResult, m: Mismatch) -> CaseResult:
                        "alone is within this dtype's tolerance, but rounding leans neither way). Look for a scale, an "
                        "offset or a constant used only in low precision, or a step that always rounds one way")
         return res
-    res.message = (f"{m.what} does not match the reference: {m.bad:,} of {m.total:,} elements are off, "
-                   f"worst at index {m.index} (expected {m.expected:.6g}, got {m.got:.6g})")
+    res.message = plain_mismatch(m) + (f". {m.detail[0].upper()}{m.detail[1:]}" if m.detail else "")
     return res
 
 
+
 def _no_grad(what: str) -> str:
+    name = what.removeprefix("gradient of ")
+    if "." in name.split(" ")[0]:  # a module parameter (W_o.weight): maybe never used at all
+        return (f"{name} got no gradient: your output does not depend on it. Use every parameter of the contract "
+                "(is this projection applied?), and keep the computation connected to autograd (no .detach(), "
+                ".data, .item() or torch.no_grad() on the way)")
     return (f"no {what} reached the input: part of your computation is cut off from autograd "
             "(.detach(), .data, .item(), torch.no_grad(), or building a new tensor from values)")
 
@@ -404,7 +491,8 @@ def error_result(res: CaseResult, err: dict) -> CaseResult:
     res.traceback = str(err.get("traceback", ""))[:8000] if isinstance(err, dict) else ""
     msg = str(err.get("message", "")) if isinstance(err, dict) else ""
     if res.verdict is Verdict.NOT_IMPLEMENTED:
-        msg = f"your code still raises NotImplementedError {err.get('stage', '')}: replace the TODOs with your implementation"
+        msg = (f"not implemented yet: your code still raises NotImplementedError {err.get('stage', '')}. Replace the "
+               "TODOs with your implementation ({hint} shows the problem's hints one at a time)")
     elif res.verdict is Verdict.WRONG_DEVICE:
         msg += ". Create helper tensors (masks, aranges, zeros) on the inputs' device: device=x.device"
     elif res.verdict is Verdict.MEMORY_LIMIT and msg.startswith("ran out of GPU memory"):

@@ -375,12 +375,23 @@ def _signature_problem(fn, expected: tuple[str, ...], n_pos: int, label: str, sk
     tail, want = named[min(lead, n_pos):], list(expected[n_pos:])
     if [p.name for p in tail[:len(want)]] != want[:len(tail)] or (len(tail) < len(want) and not var_kw):
         return _sig_msg(label, expected, n_pos, sig)
-    for p in tail[:len(want)]:
+    for k, p in enumerate(tail[:len(want)]):
         if p.kind is p.POSITIONAL_ONLY:
             return f"`{label}` must accept `{p.name}` by keyword (callers write {p.name}=...): remove the `/`"
+        if p.kind is p.KEYWORD_ONLY:  # the contract's signature lets a caller pass it by position too
+            before = ", ".join([*expected[:n_pos], *want[:k]])
+            return (f"`{label}` must accept `{p.name}` by position too: the contract is "
+                    f"({_contract(expected, n_pos)}), so callers may write ({before}, {p.name}) without `{p.name}=`; "
+                    f"yours makes it keyword-only (after `*` or `*args`, or bound by keyword in a functools.partial): "
+                    f"move `{p.name}` before them")
         if p.default is p.empty:
             return (f"`{label}`: `{p.name}` must be optional, as in the contract ({_contract(expected, n_pos)}): "
                     "callers leave it out; give it a default")
+    if len(tail) < len(want) and not var_pos:  # the rest reach it only through **kwargs: not by position
+        name = want[len(tail)]
+        return (f"`{label}` must accept `{name}` by position too: the contract is ({_contract(expected, n_pos)}), so "
+                f"callers may pass it without `{name}=`; yours takes it only by keyword, through `**`: name it "
+                f"`{name}=...` in the signature")
     for p in tail[len(want):]:
         if p.default is p.empty:
             return f"`{label}` has an extra required parameter `{p.name}`: give it a default or remove it"
@@ -457,6 +468,11 @@ class Worker:
             source = importlib.util.decode_source(raw)
         except (SyntaxError, UnicodeDecodeError, LookupError) as e:
             return {"error": {"kind": "syntax", "message": _not_utf8(raw, e)}}
+        self.source = source
+        if "\0" in source:  # compile() says "source code string cannot contain null bytes" at None:None
+            line = source.count("\n", 0, source.index("\0")) + 1
+            return {"error": {"kind": "syntax", "message": f"your file contains a NUL byte (line {line}): it is not "
+                              "plain text. Remove it, or save the file again as UTF-8 text"}}
         try:
             code = compile(source, self.path, "exec")
         except SyntaxError as e:
@@ -559,6 +575,10 @@ class Worker:
                              if not k.startswith("_") and (inspect.isfunction(v) or inspect.isclass(v))
                              and getattr(v, "__module__", None) == "submission")
             extra = f" (it defines: {', '.join(defined)})" if defined else ""
+            source = getattr(self, "source", None)
+            if not defined and source is not None and not source.strip():
+                return (f"your file is empty: it must define `{name}` (the stub `torchcode start` writes has its "
+                        "signature; `torchcode reset` puts it back)")
             return f"your file does not define `{name}`{extra}"
         if kind == "module":
             if not (inspect.isclass(self.entry) and issubclass(self.entry, torch.nn.Module)):
@@ -589,17 +609,21 @@ class Worker:
             train=bool(h.get("train")),
             cotangents={(c["step"], tuple(c["path"])): decode(c["t"], tensors) for c in h.get("cotangents", [])},
             fresh=frozenset(i for i, s in enumerate(h["steps"]) if s.get("fresh") is True),
+            sibling=({k: decode(v, tensors) for k, v in h["sibling"].items()}
+                     if isinstance(h.get("sibling"), dict) else None),
             layouts=tuple(x if x in execute.LAYOUTS else "contiguous" for x in h.get("layouts") or ()),
         )
 
-    def _calling(self) -> execute.Calling:
+    def _calling(self, h: dict | None = None) -> execute.Calling:
+        """How the entry point is called; a case whose header says ``positional`` passes the optional parameters it
+        gives by position too, as the contract's signature lets callers (the grader's calls cover both ways)."""
         init, params = tuple(self.spec.get("init") or ()), tuple(self.spec["params"])
-        return execute.Calling(params, _count(self.spec, "positional", params),
-                               init, _count(self.spec, "init_positional", init))
+        n_pos = len(params) if h is not None and h.get("positional") is True else _count(self.spec, "positional", params)
+        return execute.Calling(params, n_pos, init, _count(self.spec, "init_positional", init))
 
     def case(self, h: dict, tensors: list, msg: Message) -> dict:
         prog = self._program(h, tensors)
-        prog.calling = self._calling()
+        prog.calling = self._calling(h)
         guard = guards.Guard(self.forbidden, h.get("max_elements"), measured=bool(h.get("measured")))
         stage = execute.Stage()
         device = str(h.get("device", "cpu"))
@@ -640,7 +664,7 @@ class Worker:
     def portable(self, h: dict, tensors: list) -> dict:
         """A case once more with everything on the meta device: would the code run on a GPU?"""
         prog = self._program(h, tensors)
-        prog.calling = self._calling()
+        prog.calling = self._calling(h)
         try:
             return portable.dry_run(self.entry, self.spec["kind"] == "module", prog, self.path,
                                     guards.Guard(self.forbidden))
@@ -794,6 +818,14 @@ class Worker:
                     "dtypes met in one operation: something your code made (a mask, a bias, a table, a cast for the "
                     "softmax) is not in the inputs' dtype. Create it with dtype=x.dtype or cast it back with "
                     ".to(x.dtype); the grader also runs bfloat16 and float16 inputs.", "stage": stage, "traceback": tb}
+        if (isinstance(e, ModuleNotFoundError) and e.name and e.name.partition(".")[0] != "torchcode"
+                and e.name.partition(".")[0] not in sys.modules):  # `torch.nope`: torch is there, not nope
+            top = e.name.partition(".")[0]
+            return {"kind": "runtime", "stage": stage, "traceback": tb, "message": (
+                f"ModuleNotFoundError {stage}: No module named '{e.name}'. The package `{top}` is not available in "
+                f"the grader: it runs your code with the packages installed beside torchcode (torch and the standard "
+                f"library, in {sys.executable}) and the .py files beside your file. Write it with torch, or install "
+                f"`{top}` there; a class's grader may not have it.")}
         if isinstance(e, SystemExit):
             msg = f"your code called sys.exit({e.code!r}) {stage}"
         elif isinstance(e, KeyboardInterrupt):

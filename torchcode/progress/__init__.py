@@ -69,6 +69,8 @@ class ProblemProgress:
 
 
 class Store:
+    busy_timeout_s = 30  # how long a write waits for another one (a check recording at the same time) to finish
+
     def __init__(self, path: Path | None = None):
         self.path = Path(path) if path else paths.progress_db()
         self.warnings: list[str] = []
@@ -94,14 +96,17 @@ class Store:
             elif self._is_corrupt(e):
                 self._move_aside(e)
                 self._conn = self._open()
+            elif self._is_locked(e):
+                raise StoreError(self._locked(e)) from None
             else:
-                raise StoreError(f"cannot open the progress store {self.path}: {e}") from None
+                raise StoreError(f"cannot open the progress store {self.path}: {e}. It must be a file torchcode can "
+                                 "create and write there: fix that, or set TORCHCODE_HOME to a writable folder.") from None
         return self._conn
 
     def _open(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s, isolation_level=None)
         try:
-            conn.execute("PRAGMA busy_timeout = 30000")
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
             conn.execute("PRAGMA synchronous = NORMAL")  # with WAL: a crash never corrupts, one fsync per checkpoint
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
@@ -225,6 +230,8 @@ class Store:
         try:
             return self._use(write)
         except (sqlite3.DatabaseError, OverflowError) as e:
+            if self._is_locked(e):
+                raise StoreError(self._locked(e)) from None
             raise StoreError(f"cannot write the progress store {self.path}: {e}. "
                              "Set TORCHCODE_HOME to a writable folder.") from None
 
@@ -237,7 +244,19 @@ class Store:
         try:
             return self._use(lambda conn: conn.execute(sql, args).fetchall())
         except sqlite3.DatabaseError as e:
-            raise StoreError(f"cannot read the progress store {self.path}: {e}") from None
+            raise StoreError(self._locked(e) if self._is_locked(e) else
+                             f"cannot read the progress store {self.path}: {e}") from None
+
+    @staticmethod
+    def _is_locked(e: Exception) -> bool:
+        return isinstance(e, sqlite3.OperationalError) and "locked" in str(e)
+
+    def _locked(self, e: Exception) -> str:
+        """A lock held past the busy timeout is another program's (a SQLite browser left in a transaction, a
+        stuck process), not a folder to change: say so, and what to do."""
+        return (f"the progress store {self.path} is locked ({e}): another program has held it for over "
+                f"{self.busy_timeout_s:g} s (a database browser with unsaved changes, or a stuck torchcode). "
+                "Close that program and run the command again")
 
     def close(self) -> None:
         if self._conn is not None:

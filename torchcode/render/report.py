@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.text import Text
 
-from torchcode.grader.result import Report, Verdict
+from torchcode.grader.result import Report, Verdict, plain_mismatch
 from torchcode.render import verdict_label
 from torchcode.render.terminal import glyphs, inert
 
@@ -42,17 +42,20 @@ def report(con: Console, r: Report, *, display_file: str, pack: str | None = Non
         return
     bad = r.explained
     body = Text()
-    if bad:
+    if bad and r.verdict is not Verdict.NOT_IMPLEMENTED:  # the stub: no case is about what is missing
         body.append("Case ", style="bold").append(bad.name, style="bold").append(f": {bad.targets}\n", style="dim")
         alike = [c.name for c in r.failing_like_explained]
         if len(alike) > 1:
             ran = sum(c.verdict is not Verdict.NOT_RUN for c in r.cases)
-            body.append(f"{len(alike)} of {ran} cases fail this way ({', '.join(alike)}): look for a mistake they "
+            body.append(f"{len(alike)} of {ran} cases fail this way ({_names(alike)}): look for a mistake they "
                         "share; this is the one explained here.\n", style="dim")
     if bad and bad.mismatch:
         m = bad.mismatch
-        plain = bad.message.startswith(f"{m.what} does not match the reference")
+        plain = bad.message.startswith(plain_mismatch(m))
         body.append(f"{m.what} does not match the reference." if plain else inert(bad.message))
+        more = bad.message[len(plain_mismatch(m)):].lstrip(". ") if plain else ""
+        if more:
+            body.append("\n" + inert(more))
         body.append("\n\n")
         body.append(f"  {'where':<14}{m.what} at index {m.index} (shape {m.shape})\n")
         body.append(f"  {'expected':<14}{m.expected:.6g}\n")
@@ -74,15 +77,37 @@ def report(con: Console, r: Report, *, display_file: str, pack: str | None = Non
         import shlex
 
         extra = f" --problems-dir {shlex.quote(inert(pack))}" if pack else ""
+        if r.device == "cpu" and list(r.dtypes) != ["float32"]:  # the CPU grades float32 alone unless told
+            extra = "".join(f" --dtype {d}" for d in r.dtypes) + extra
         again = reproduce or (f"torchcode check {shlex.quote(display_file)} --problem {r.problem}"
                               f" --seed {r.seed}{extra}")
         con.print(Text(f"seed {r.seed}: reproduce with `{again}`", style="dim"), soft_wrap=True)
 
 
+def _names(names: list[str]) -> str:
+    """Case names, those failing in every dtype graded said once: "a, b (in float32, bfloat16 and float16), c"."""
+    def split(name: str) -> tuple[str, str]:
+        base, _, dtype = name.partition(" [")
+        return base, dtype.rstrip("]") or "float32"
+    dtypes: dict[str, list[str]] = {}
+    for base, dtype in map(split, names):
+        dtypes.setdefault(base, []).append(dtype)
+    if len(dtypes) == len(names):
+        return ", ".join(names)
+    groups: dict[tuple, list[str]] = {}
+    for base, dts in dtypes.items():
+        groups.setdefault(tuple(dts), []).append(base)
+    said = []
+    for dts, bases in groups.items():
+        where = dts[0] if len(dts) == 1 else ", ".join(dts[:-1]) + " and " + dts[-1]
+        said.append(f"{', '.join(bases)} in {where}")
+    return "; ".join(said)
+
+
 def _one_line(c) -> str:
     """A failing case's own message, short enough for one line of the case table."""
     m = c.mismatch
-    if m and c.message.startswith(f"{m.what} does not match the reference"):
+    if m and c.message.startswith(plain_mismatch(m)):
         return (f"{m.what}: {m.bad:,} of {m.total:,} elements off, max abs err {m.max_abs_err:.3g} "
                 f"(allowed {m.allowed:.2g})")
     return c.message.splitlines()[0] if c.message else ""

@@ -19,7 +19,7 @@ import weakref
 from pathlib import Path
 from typing import Callable
 
-from torchcode.errors import GraderError, TorchcodeError, UsageError
+from torchcode.errors import GraderError, TorchcodeError, Unreadable, UsageError
 from torchcode.grader.limits import Limits
 from torchcode.grader.result import Report
 
@@ -154,6 +154,8 @@ class Session:
             req["imports_from"] = [str(Path(f).resolve()) for f in imports_from]
         if path is not None and not Path(req["path"]).is_file():
             raise UsageError(f"no such file: {path}")
+        if path is not None:
+            Unreadable.check(req["path"], str(path))  # serve and watch: the worker would not read it either
         limit = self.limits.total_limit + 2 * self.limits.load_limit + SLACK + (DRY_RUN_SLACK if gpu_dry_run else 0)
         return Report.from_dict(self._request(req, on_event, limit)["report"])
 
@@ -203,7 +205,9 @@ class Session:
         # again through /proc/PID/fd (by a worker that Landlock does not confine), a socket cannot.
         ours, theirs = socket.socketpair()
         try:
-            self._proc = subprocess.Popen([sys.executable, "-m", "torchcode.session.server", str(theirs.fileno())],
+            # -P: the current folder (a learner's, holding their helper modules) is not put on the server's sys.path,
+            # where a helper named like a module it imports (json.py) would run in this unconfined process
+            self._proc = subprocess.Popen([sys.executable, "-P", "-m", "torchcode.session.server", str(theirs.fileno())],
                                           stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log,
                                           pass_fds=[theirs.fileno()], start_new_session=True)
         except OSError as e:

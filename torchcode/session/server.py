@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import sys
@@ -71,6 +70,7 @@ def main() -> None:
     from torchcode.errors import GraderError, TorchcodeError
     from torchcode.grader.judge import Grader, resolve_device
     from torchcode.grader.limits import Limits
+    from torchcode.grader.tree import remove_tree
 
     limits = Limits(**config.get("limits", {}))
     dirs = [Path(p) for p in config.get("problems_dirs") or []] or None
@@ -85,16 +85,16 @@ def main() -> None:
         limits.device = resolve_device(limits.device)
     except GraderError as e:
         send({"error": {"kind": "grader", "message": e.cause}})
-        shutil.rmtree(root, ignore_errors=True)
+        remove_tree(root)
         return
     except TorchcodeError as e:  # e.g. --device cuda on a machine without CUDA
         if grader is not None:
             grader.close()
         send({"error": {"kind": "usage", "message": str(e)}})
-        shutil.rmtree(root, ignore_errors=True)
+        remove_tree(root)
         return
     except BaseException:  # SIGTERM while the zygote starts: nothing left behind
-        shutil.rmtree(root, ignore_errors=True)
+        remove_tree(root)
         raise
     import torch
 
@@ -166,7 +166,7 @@ def main() -> None:
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         grader.close()
-        shutil.rmtree(root, ignore_errors=True)
+        remove_tree(root)
 
 
 def _not_dumpable() -> None:

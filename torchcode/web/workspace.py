@@ -292,7 +292,9 @@ class Workspace:
         path = self.path(spec)
         if not path.is_file():
             raise UsageError(f"{spec.id} is not started here: press Start (or run `torchcode start {spec.id}`)")
-        cmd = [sys.executable, "-m", "torchcode", "bench", spec.id, str(path), "--json", "--device", self.device]
+        # -P: the workspace folder (run in) is not put on its sys.path: a helper there named like a module the
+        # command imports (json.py) would run unconfined
+        cmd = [sys.executable, "-P", "-m", "torchcode", "bench", spec.id, str(path), "--json", "--device", self.device]
         for d in self.problems_dirs or []:
             cmd += ["--problems-dir", str(d)]
         with self._bench_lock:

@@ -1,6 +1,8 @@
 # expect: accepted
 # alternative: FlashAttention-2's algorithm as a torch.autograd.Function: the forward keeps only the output and each
-# row's log-sum-exp; the backward recomputes every tile's probabilities from them (dV = P^T dO, dS = P (dP - D))
+# row's log-sum-exp; the backward recomputes every tile's probabilities from them (dV = P^T dO, dS = P (dP - D)).
+# As in FlashAttention-2, the per-row statistics (log-sum-exp, D = rowsum(dO * O)) are kept in float32: one number
+# shared by a whole row, rounded to bfloat16, skews that row's gradient one way (the lean rule sees it)
 import math
 
 import torch
@@ -12,7 +14,7 @@ class _Flash(torch.autograd.Function):
         B, S, D = Q.shape
         scale = 1.0 / math.sqrt(D)
         out = torch.empty(B, S, V.shape[-1], dtype=Q.dtype, device=Q.device)
-        lse = torch.empty(B, S, 1, dtype=Q.dtype, device=Q.device)  # each row's log-sum-exp of scores
+        lse = torch.empty(B, S, 1, dtype=torch.float32, device=Q.device)  # each row's log-sum-exp, in float32
         for qs in range(0, S, block_size):
             q = Q[:, qs:qs + block_size] * scale
             m = torch.full((B, q.shape[1], 1), float("-inf"), dtype=Q.dtype, device=Q.device)
@@ -26,7 +28,7 @@ class _Flash(torch.autograd.Function):
                 acc = alpha * acc + p @ V[:, ks:ks + block_size]
                 m = m_new
             out[:, qs:qs + block_size] = acc / l
-            lse[:, qs:qs + block_size] = m + torch.log(l)
+            lse[:, qs:qs + block_size] = m.float() + torch.log(l.float())
         ctx.save_for_backward(Q, K, V, out, lse)
         ctx.block_size, ctx.scale = block_size, scale
         return out
@@ -37,14 +39,14 @@ class _Flash(torch.autograd.Function):
         bs, scale = ctx.block_size, ctx.scale
         S = Q.shape[1]
         dQ, dK, dV = torch.zeros_like(Q), torch.zeros_like(K), torch.zeros_like(V)
-        Dsum = (dO * O).sum(-1, keepdim=True)  # (B, S, 1): rowsum(dO * O)
+        Dsum = (dO.float() * O.float()).sum(-1, keepdim=True)  # (B, S, 1): rowsum(dO * O), in float32
         for ks in range(0, S, bs):
             k, v = K[:, ks:ks + bs], V[:, ks:ks + bs]
             for qs in range(0, S, bs):
                 q, do = Q[:, qs:qs + bs], dO[:, qs:qs + bs]
-                p = torch.exp(q @ k.transpose(1, 2) * scale - lse[:, qs:qs + bs])  # this tile's probabilities
-                dV[:, ks:ks + bs] += p.transpose(1, 2) @ do
-                ds = p * (do @ v.transpose(1, 2) - Dsum[:, qs:qs + bs])
+                p = torch.exp((q @ k.transpose(1, 2)).float() * scale - lse[:, qs:qs + bs])  # this tile's probabilities
+                ds = (p * ((do @ v.transpose(1, 2)).float() - Dsum[:, qs:qs + bs])).to(q.dtype)
+                dV[:, ks:ks + bs] += p.to(q.dtype).transpose(1, 2) @ do
                 dQ[:, qs:qs + bs] += ds @ k * scale
                 dK[:, ks:ks + bs] += ds.transpose(1, 2) @ q * scale
         return dQ, dK, dV, None
