@@ -328,7 +328,10 @@ def _warm_up(device: str, threads: int) -> None:
 # Modules torch imports on the first use of a feature: seconds of one-time loading. Imported while
 # loading a file that names such a feature, so its first case does not wait for them (the judge also
 # forgives one-time costs, but only up to twice a case's limit).
-LAZY_IMPORTS = {"torch._dynamo": ("checkpoint", "torch.compile", "_dynamo")}
+# torch.autograd.grad and .backward(gradient) given a tensor import symbolic_shapes (and sympy, 0.3-0.7 s; over a
+# second under load): a custom autograd Function's backward that calls them paid it in its first case.
+LAZY_IMPORTS = {"torch._dynamo": ("checkpoint", "torch.compile", "_dynamo", "torch.func", "functorch", "func import"),
+                "torch.fx.experimental.symbolic_shapes": ("backward", "autograd.grad")}
 
 
 _TOO_DEEP = ("your file nests an expression too deeply for Python to compile it (hundreds of brackets, operators "
