@@ -6,7 +6,6 @@ import contextlib
 import json
 import os
 import re
-import secrets
 import shutil
 import signal
 import sqlite3
@@ -21,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Run, expected_verdict, family
+from conftest import Run, corpus_seed, expected_verdict, family
 from torchcode.grader import confine
 from torchcode.grader.judge import Limits
 
@@ -74,8 +73,8 @@ def dtype_of(path: Path) -> list[str] | None:
 
 THROUGH_THE_CLI = [p for p in HOSTILE if reaches_past_the_worker(p)]
 IN_THIS_PROCESS = [p for p in HOSTILE if not reaches_past_the_worker(p)]
-# A new seed each run, one per problem: the grader builds that seed's cases (the reference run on them) once for
-# the whole corpus, not once per file, as for a class graded on one seed.
+# One seed per problem (conftest.corpus_seed): the grader builds that seed's cases (the reference run on them) once
+# for the whole corpus, not once per file, as for a class graded on one seed.
 SEED: dict[str, int] = {}
 
 
@@ -99,7 +98,7 @@ def test_hostile_submission(path, grader, catalog, tmp_path, capfd):
     try:
         tempfile.tempdir = str(tmp)
         start = time.monotonic()
-        report = grader.grade(spec, path, seed=SEED.setdefault(spec.id, secrets.randbelow(2**31)),
+        report = grader.grade(spec, path, seed=SEED.setdefault(spec.id, corpus_seed(spec.id)),
                               dtypes=dtype_of(path))
         seconds = time.monotonic() - start
     finally:

@@ -3,18 +3,17 @@ correct alternative (and the reference itself) is accepted."""
 
 from __future__ import annotations
 
-import secrets
-
 import pytest
 
-from conftest import ROOT, expected_verdict
+from conftest import ROOT, expected_verdict, corpus_seed
 from torchcode.catalog import load_catalog
 
 CATALOG = load_catalog()
 VARIANTS = [(spec.id, path) for spec in CATALOG.ordered() for kind in ("wrong", "right") for path in spec.variants(kind)]
-# A new seed each run, one per problem: its variants are graded on the same cases, which the grader then builds
-# (runs the reference on, in every dtype) once instead of once per variant, as for a class graded on one seed.
-SEED = {spec.id: secrets.randbelow(2**31) for spec in CATALOG.ordered()}
+# One seed per problem (conftest.corpus_seed: fixed unless TORCHCODE_TEST_SEEDS=random): its variants are graded on
+# the same cases, which the grader then builds (runs the reference on, in every dtype) once instead of once per
+# variant, as for a class graded on one seed.
+SEED = {spec.id: corpus_seed(spec.id) for spec in CATALOG.ordered()}
 
 
 def test_every_problem_has_variants():
@@ -25,7 +24,7 @@ def test_every_problem_has_variants():
 
 @pytest.mark.parametrize("pid,path", VARIANTS, ids=[f"{p}/{f.parent.name}/{f.stem}" for p, f in VARIANTS])
 def test_variant_gets_intended_verdict(grader, pid, path):
-    """In every declared dtype, as a GPU grades (the CPU's default is float32 alone), on a new seed each run."""
+    """In every declared dtype, as a GPU grades (the CPU's default is float32 alone)."""
     spec = CATALOG.get(pid)
     report = grader.grade(spec, path, seed=SEED[pid], dtypes=list(spec.grading.dtypes), gpu_dry_run=True)
     assert report.dtypes == list(spec.grading.dtypes)
