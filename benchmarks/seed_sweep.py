@@ -102,9 +102,9 @@ class Margins:
         pairs = [(a, b) for i, a in enumerate(dims) for b in dims[i + 1:]]
         mine = c._leans(c._sums(got64 - gold64, gold64, keep), dims, pairs)  # whole, per slice, per block
         honest = [c._leans(c._sums(r - gold64, gold64, keep), dims, pairs) for r in refs]
-        leans = [(m, [h[i] for h in honest]) for i, m in enumerate(mine)]
-        worst = max(abs(mine[k]) / max(c.BIAS_EPSILONS * eps, c.BIAS_FACTOR * max(abs(h[k]) for h in honest))
-                    for mine, honest in leans for k in range(2))
+        floors = c.lean_floors(eps, len(mine))
+        worst = max(abs(mine[i][k]) / max(floors[i], c.BIAS_FACTOR * max(abs(h[i][k]) for h in honest))
+                    for i in range(len(mine)) for k in range(2))
         if worst > self.lean.get(key, (-1.0,))[0]:
             self.lean[key] = (worst, where)
 

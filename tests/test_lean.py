@@ -58,3 +58,17 @@ def test_a_lean_that_changes_sign_from_slice_to_slice_is_caught(low):
             assert m is not None and m.bias_dim == dim and m.bad == 0, (dim, m)
     noise = gold * (1 + eps * torch.randn(gold.shape, generator=gen, dtype=torch.float64))
     assert judge(noise, gold, gold, low) is None
+
+
+@pytest.mark.parametrize("low", [torch.bfloat16, torch.float16])
+def test_a_part_must_lean_more_than_the_whole(low):
+    """2.5 epsilons one way on every row fails (the whole tensor leans); +2.5 on even rows and -2.5 on odd ones does
+    not: an honest kernel that rounds a factor per row (a log-sum-exp merge in low precision) leans that much row by
+    row. 4 epsilons row by row still fails (test_a_lean_that_changes_sign_from_slice_to_slice_is_caught)."""
+    gen = torch.Generator().manual_seed(3)
+    gold = torch.randn(4, 16, 32, generator=gen, dtype=torch.float64)
+    eps = torch.finfo(low).eps
+    sign = (1 - 2 * (torch.arange(16) % 2)).double().reshape(1, 16, 1)
+    m = judge(gold * (1 + 2.5 * eps), gold, gold, low)
+    assert m is not None and m.bias is not None and m.bias_dim is None, m
+    assert judge(gold * (1 + 2.5 * eps * sign), gold, gold, low) is None

@@ -59,6 +59,17 @@ def test_variant_files_live_in_the_source_tree():
     assert all(str(p).startswith(str(ROOT)) for _, p in VARIANTS)
 
 
+@pytest.mark.parametrize("seed,only,dtype", [(1774594912, "many_key_blocks", "float16"),
+                                              (1469118510, "large_scores", "bfloat16")])
+def test_row_factors_rounded_in_low_precision_are_not_a_lean(grader, seed, only, dtype):
+    """A log-sum-exp merge computed in low precision scales each row by a rounded exp(lse - new_lse), several times:
+    its gradients lean row by row (slice by slice, block by block) by up to 2.2 epsilons. These seeds rejected this
+    correct variant as leaning (CI; the seed sweep), when a part's lean failed at 2 epsilons."""
+    spec = CATALOG.get("flash_attention")
+    report = grader.grade(spec, spec.folder / "right" / "logsumexp_merge.py", seed=seed, only=[only], dtypes=[dtype])
+    assert report.passed, report.message
+
+
 @pytest.mark.parametrize("seed", [1, 921004993])
 def test_huge_own_scores_grade_only_the_first_token(grader, seed):
     """A correct kernel's bfloat16 rounding moves scores near 1e5 by hundreds: the rows that mix several such
