@@ -157,7 +157,7 @@ def test_low_precision_tolerates_another_order_of_operations(grader, catalog):
     block_size = 1 its nine sequential merges put a gradient 10 float16 roundings off, while the reference
     happened to land within one. The floor is now a few machine epsilons of the grading dtype."""
     spec = catalog.get("flash_attention")
-    report = grader.grade(spec, spec.folder / "right" / "logsumexp_merge.py", seed=1876270488,
+    report = grader.grade(spec, FIXTURES / "lse_merge_in_low_precision.py", seed=1876270488,
                           dtypes=["float16"], only=["block_of_one"])
     assert report.passed, report.message
 

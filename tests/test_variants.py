@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import ROOT, expected_verdict, corpus_seed
+from conftest import FIXTURES, ROOT, corpus_seed, expected_verdict
 from torchcode.catalog import load_catalog
 
 CATALOG = load_catalog()
@@ -64,9 +64,9 @@ def test_variant_files_live_in_the_source_tree():
 def test_row_factors_rounded_in_low_precision_are_not_a_lean(grader, seed, only, dtype):
     """A log-sum-exp merge computed in low precision scales each row by a rounded exp(lse - new_lse), several times:
     its gradients lean row by row (slice by slice, block by block) by up to 2.2 epsilons. These seeds rejected this
-    correct variant as leaning (CI; the seed sweep), when a part's lean failed at 2 epsilons."""
+    kernel as leaning (CI; the seed sweep), when a part's lean failed at 2 epsilons."""
     spec = CATALOG.get("flash_attention")
-    report = grader.grade(spec, spec.folder / "right" / "logsumexp_merge.py", seed=seed, only=[only], dtypes=[dtype])
+    report = grader.grade(spec, FIXTURES / "lse_merge_in_low_precision.py", seed=seed, only=[only], dtypes=[dtype])
     assert report.passed, report.message
 
 

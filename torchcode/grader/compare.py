@@ -190,7 +190,7 @@ LOW_PRECISION = (torch.bfloat16, torch.float16)
 BIAS_EPSILONS = 2.0
 # A slice's or a block's lean needs more: an honest kernel that scales each row by a factor it rounds in low precision
 # (a log-sum-exp merge computed in float16: exp(lse - new_lse), several merges a row) leans row by row, by up to 2.2
-# epsilons (flash_attention/right/logsumexp_merge, 60 seeds); a scale by 1 + 1/32 (4 bfloat16 epsilons) still fails.
+# epsilons (tests/fixtures/lse_merge_in_low_precision.py, 60 seeds); a scale by 1 + 1/32 (4 bfloat16 epsilons) still fails.
 BIAS_PART_EPSILONS = 3.0
 BIAS_FACTOR = 4.0
 BIAS_MIN_ELEMENTS = 64
