@@ -64,7 +64,7 @@ class Margins:
 
         verdict.judge_case, compare.compare = judged, compared
 
-    def measure(self, what, got, gold, ref, *, factor, floor, ignore=None, spread=None, dims=()):
+    def measure(self, what, got, gold, ref, *, factor, floor, ignore=None, spread=None, dims=(), scale=None):
         import torch
 
         from torchcode.grader import compare as c
@@ -75,13 +75,14 @@ class Margins:
         keep = torch.isfinite(gold64) & (torch.ones_like(gold64, dtype=torch.bool) if ignore is None
                                          else ~ignore.to(torch.bool).expand_as(gold64))
         zero = torch.zeros((), dtype=torch.float64)
-        scale = torch.where(keep, gold64.abs(), zero).max().item()
+        own = torch.where(keep, gold64.abs(), zero).max().item()
+        scale, tol_scale = own, max(own, scale or 0.0)  # as compare.compare: a vanishing gradient's floor scale
         sp = spread.detach().double() if spread is not None and spread.shape == gold64.shape else None
         ref_err = max(torch.where(keep & torch.isfinite(r - gold64), (r - gold64).abs(), zero).max().item()
                       for r in (ref64, sp) if r is not None)
         if ref.is_floating_point():
             floor = max(floor, c.ROUNDINGS * torch.finfo(ref.dtype).eps)
-        allowed = factor * ref_err + floor * scale + c.atol_for(ref.dtype)
+        allowed = factor * ref_err + floor * tol_scale + c.atol_for(ref.dtype)
         diff = torch.where(keep, (got64 - gold64).abs(), zero)
         diff = torch.where(torch.isfinite(got64) | ~keep, diff, torch.full_like(diff, float("inf")))
         key = (self.file[0], self.case[0], self.case[1], what)

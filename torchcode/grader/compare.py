@@ -36,12 +36,13 @@ def atol_for(dtype: torch.dtype) -> float:
 
 def compare(what: str, got: torch.Tensor, gold: torch.Tensor, ref: torch.Tensor, *,
             factor: float, floor: float, ignore: torch.Tensor | None = None,
-            spread: torch.Tensor | None = None, dims: tuple[str, ...] = ()) -> Mismatch | None:
+            spread: torch.Tensor | None = None, dims: tuple[str, ...] = (), scale: float | None = None) -> Mismatch | None:
     """None when ``got`` is close enough to ``gold``; else where and how badly it differs.
 
     ``spread``: the reference on inputs nudged by a rounding unit (low precision); the reference's error
     is then the larger of its two errors. ``dims``: the names of the tensor's last dimensions, for the message
-    ("query position", "feature")."""
+    ("query position", "feature"). ``scale``: the scale the relative floor applies to, where not the tensor's own
+    largest element (a gradient that vanishes in exact arithmetic: the size of the terms that cancel in it)."""
     got64, gold64, ref64 = got.detach().double(), gold.detach().double(), ref.detach().double()
     keep = torch.ones_like(gold64, dtype=torch.bool)
     if ignore is not None:
@@ -49,7 +50,8 @@ def compare(what: str, got: torch.Tensor, gold: torch.Tensor, ref: torch.Tensor,
     finite_gold = torch.isfinite(gold64)
     keep = keep & finite_gold
     zero = torch.zeros((), dtype=torch.float64)
-    scale = torch.where(keep, gold64.abs(), zero).max().item() if gold64.numel() else 0.0
+    own = torch.where(keep, gold64.abs(), zero).max().item() if gold64.numel() else 0.0
+    scale = own if scale is None else max(own, scale)
     ref_err = 0.0  # where a reference overflowed, its error says nothing (and must not allow everything)
     for r in (ref64, None if spread is None or spread.shape != gold64.shape else spread.detach().double()):
         if r is not None and gold64.numel():
