@@ -421,6 +421,31 @@ class Guard:
             _REPORT[0](tamper=self.tampered)
 
 
+# torch's own Tensor methods as the worker found them, before the learner's file ran: the worker reads results
+# through them (encoding a reply calls detach, contiguous, numpy) after the guard has exited, so a method replaced by
+# the learner's code would run there, unmeasured (the real forward computed while the reply is encoded).
+_TENSOR_METHODS: list = []
+
+
+def keep_tensor_methods() -> None:
+    """Note what torch.Tensor and its C base hold now (worker only: before the learner's file, and again after
+    the modules preloaded for it, which may add to them)."""
+    _TENSOR_METHODS[:] = [(cls, dict(vars(cls))) for cls in (torch.Tensor, torch._C.TensorBase)]
+
+
+def tensor_methods_replaced() -> str:
+    """The first attribute of torch.Tensor (or its C base) set, replaced or removed since keep_tensor_methods ('' if
+    none)."""
+    for cls, kept in _TENSOR_METHODS:
+        now = vars(cls)
+        for name in sorted(now.keys() ^ kept.keys()):
+            return f"{cls.__name__}.{name}"
+        for name, value in kept.items():
+            if now.get(name) is not value:
+                return f"{cls.__name__}.{name}"
+    return ""
+
+
 def _stack_depths() -> tuple[int, int]:
     try:
         return torch._C._len_torch_function_stack(), torch._C._len_torch_dispatch_stack()

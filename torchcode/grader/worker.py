@@ -281,6 +281,13 @@ def _holds_capabilities() -> bool:
         return False
 
 
+def _replaced(name: str, stage: str) -> dict:
+    return {"kind": "forbidden", "names": [], "stage": stage,
+            "message": f"your code replaced torch's {name} {stage}: torch's own tensor methods must stay as torch "
+                       "defines them (the grader reads your results through them). Write a function of your own "
+                       "instead of changing torch.Tensor"}
+
+
 def _too_big(ex: execute.Execution, limit) -> str:
     """Why the results are more than the case can legitimately return ('' if they are not)."""
     if not isinstance(limit, dict):
@@ -507,6 +514,7 @@ class Worker:
         sys.modules["submission"] = module
         sys.path[:0] = self.folders or [os.path.dirname(self.path)]
         guard = guards.Guard(self.forbidden)
+        guards.keep_tensor_methods()
         try:
             with guard:
                 exec(code, module.__dict__)
@@ -516,7 +524,11 @@ class Worker:
         guard.check_kernels()
         if guard.violations or guard.tampered:  # caught our exception at the top level and carried on
             return {"error": self._error(guards.ForbiddenCall(), guard, "while importing your file")}
+        replaced = guards.tensor_methods_replaced()
+        if replaced:
+            return {"error": _replaced(replaced, "while importing your file")}
         _preload(source)
+        guards.keep_tensor_methods()
         self.entry = getattr(module, self.spec["name"], None)
         try:
             problem = self._interface_problem(module)
@@ -648,6 +660,9 @@ class Worker:
         guard.check_kernels()
         if guard.violations or guard.tampered:  # the learner caught our exception and carried on
             return {"error": self._error(guards.ForbiddenCall(), guard, stage.name), "seconds": seconds}
+        replaced = guards.tensor_methods_replaced()
+        if replaced:  # before anything reads the results through them
+            return {"error": _replaced(replaced, "while this case ran"), "seconds": seconds}
         too_big = _too_big(ex, h.get("max_reply"))
         if too_big:
             return {"error": {"kind": "output", "message": too_big}, "seconds": seconds, **self._memory(guard)}
