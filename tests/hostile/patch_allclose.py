@@ -1,5 +1,6 @@
-# expect: wrong_answer
-# Patches every comparison helper in its own process and returns zeros.
+# expect: forbidden_call
+# Patches every comparison helper in its own process (torch.Tensor.__eq__ among them: replacing torch's own Tensor
+# methods is a forbidden call) and returns zeros.
 import builtins
 
 import torch

@@ -439,11 +439,16 @@ def tensor_methods_replaced() -> str:
     for cls, kept in _TENSOR_METHODS:
         now = vars(cls)
         for name in sorted(now.keys() ^ kept.keys()):
-            return f"{cls.__name__}.{name}"
+            if name not in _PYTHON_SETS:
+                return f"{cls.__name__}.{name}"
         for name, value in kept.items():
-            if now.get(name) is not value:
+            if name not in _PYTHON_SETS and now.get(name) is not value:
                 return f"{cls.__name__}.{name}"
     return ""
+
+
+# What Python itself caches on a class: copyreg notes __slotnames__ the first time one is pickled (torch.save)
+_PYTHON_SETS = frozenset({"__slotnames__"})
 
 
 def _stack_depths() -> tuple[int, int]:
