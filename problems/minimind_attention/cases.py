@@ -206,6 +206,44 @@ def dropout_in_training_flash(rng):
     return dropout_in_training(rng, flash=True)
 
 
+KEEPS_EXPECTATION = ("in training mode with dropout 0.5, the average over many draws is not what eval mode gives: "
+                     "dropout must keep each output's expectation. Scale what it keeps by 1 / (1 - p) (nn.Dropout and "
+                     "dropout_p= do), and drop attention weights after the softmax, never scores or masked positions")
+
+
+def dropout_expectation(rng, flash):
+    """128 copies of one sequence in training mode. With q_proj = 0 every query weighs its visible keys equally, and
+    with v_proj = o_proj = I the eval output at position t is the mean of x over positions 0..t: the mean of the
+    copies' outputs must be that (its least-squares scale on it within 0.1 of 1; a draw's spread moves it by ~0.01)."""
+    N, S, H = 128, 5, 32
+    cos, sin = rope_tables(S, H // 4)
+    seq = rng.randn(1, S, H)
+    want = seq.double().cumsum(1) / torch.arange(1, S + 1, dtype=torch.float64).reshape(1, S, 1)  # (1, S, H)
+    eye = torch.eye(H)
+
+    def kept(out):  # 1.0 if the copies' mean keeps eval mode's output, else 0.0
+        scale = (out.double().mean(0, keepdim=True) * want).sum() / (want * want).sum()
+        return ((scale - 1).abs() < 0.1).to(out.dtype)
+
+    everything = torch.ones(1, 1, 1, dtype=torch.bool)  # random values: judged by their mean alone
+    one = Fn(lambda a: torch.ones((), dtype=a.dtype), Out(0, 0))
+    return Case(init=dict(config=config(hidden=H, heads=4, kv=4, flash=flash, dropout=0.5)), train=True, grad=False,
+                weights={"q_proj.weight": torch.zeros(H, H), "v_proj.weight": eye, "o_proj.weight": eye},
+                steps=[Call(seq.expand(N, S, H).clone(), pe(cos, sin, 0, S)).ungraded(everything, 0)],
+                checks=[Same(Fn(kept, Out(0, 0)), one, KEEPS_EXPECTATION)])
+
+
+@case(targets="training mode, dropout 0.5, slow path: dropout keeps the expectation (the mean of 128 draws is eval "
+              "mode's output)")
+def dropout_keeps_expectation(rng):
+    return dropout_expectation(rng, flash=False)
+
+
+@case(targets="training mode, dropout 0.5, fast path: dropout keeps the expectation")
+def dropout_keeps_expectation_flash(rng):
+    return dropout_expectation(rng, flash=True)
+
+
 def _own_score(rng, score):
     """With k_proj = -q_proj, query head 0's one visible score (on key 0) is `score` (negative)."""
     a = (-2 * score) ** 0.5  # hidden 8, 2 heads of width 4, one KV head: query head 0 scores -a^2 / 2 on key 0
