@@ -347,3 +347,37 @@ def test_a_sibling_is_built_only_for_module_problems_and_its_names_are_checked(c
         init=dict(d_model=8, num_heads=2), steps=[Call(*(rng.randn(1, 3, 8) for _ in range(3)))],
         sibling=dict(d_model=8, num_heads=4)))
     assert mod.build(good, seed=3).gold  # the reference ran beside its sibling
+
+
+KEYWORD_ONLY_BEHIND_WRAPS = '''import functools
+import math
+
+import torch
+
+
+def keyword_options(fn):
+    @functools.wraps(fn)  # the signature read is fn's (mask by position), the one called takes it by keyword only
+    def wrapper(Q, K, V, **options):
+        return fn(Q, K, V, **options)
+    return wrapper
+
+
+@keyword_options
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    s = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    if mask is not None:
+        s = s.masked_fill(~mask, float("-inf"))
+    return torch.softmax(s, dim=-1) @ V
+'''
+
+
+def test_a_replay_that_fails_says_how_it_passed_the_optional_parameters(grader, catalog, tmp_path):
+    """A case's replay passes its optional parameters the other way from its first run: a wrapper that takes `mask`
+    by keyword only passed the first run (by keyword) and failed the replay (by position), which was worded as if
+    the new values alone made it fail."""
+    path = tmp_path / "wrapped.py"
+    path.write_text(KEYWORD_ONLY_BEHIND_WRAPS)
+    report = grader.grade(catalog.get("sdpa"), path, seed=1, only=["masks_share_shapes"])
+    (case,) = report.cases
+    assert case.replay and not case.passed, (case.replay, case.message)
+    assert "and with `mask` passed by position (the first run passed it by keyword)" in case.message, case.message

@@ -532,7 +532,8 @@ class Grader:
             res.message = (f"{HIDDEN_STATE} (This case passed; run again with new values of the same shapes in the "
                            f"same process it failed, and those values pass in a fresh process: {res.message})")
         else:
-            res.message = f"{FAILS_WITH_NEW_VALUES}{res.message}"
+            res.message = (f"{FAILS_WITH_NEW_VALUES}{_passed_how(prep, problem.calling.positional)}this case fails: "
+                           f"{res.message}")
         return res
 
     def _left_by_other_cases(self, spec, path, problem, report: Report, order, preps, per_case, dtypes) -> None:
@@ -554,6 +555,21 @@ class Grader:
         budget = _reply_budget(prep)
         worker.send(prep.message, prep.header)
         return worker.receive(seconds, budget, notes)
+
+
+def _passed_how(prep, required: int) -> str:
+    """How the replay passed the optional parameters the case gives (those after the first ``required``), which its
+    first run passed the other way (problem.py: by position in about half the cases): '' if it gives none."""
+    given = set()
+    for s in prep.header.get("steps") or []:
+        given.update(prep.params[required:len(s.get("args") or [])])
+        given.update(k for k in (s.get("kwargs") or {}) if k in prep.params[required:])
+    names = [n for n in prep.params if n in given]
+    if required < 0 or not names:
+        return ""
+    how = ("by position", "by keyword") if prep.header.get("positional") else ("by keyword", "by position")
+    them = ", ".join(f"`{n}`" for n in names)
+    return f"and with {them} passed {how[0]} (the first run passed {'it' if len(names) == 1 else 'them'} {how[1]}), "
 
 
 ANSWER = (Verdict.WRONG_ANSWER, Verdict.WRONG_OUTPUT)

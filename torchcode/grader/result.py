@@ -33,7 +33,7 @@ class Verdict(str, Enum):
 
 # How a case that passed, then failed when run again with new values of the same shapes, is reported when it fails
 # in a fresh process too: the values, not state, make it fail (judge.Grader._replay_failed).
-FAILS_WITH_NEW_VALUES = "run again with new values of the same shapes, this case fails: "
+FAILS_WITH_NEW_VALUES = "run again with new values of the same shapes, "
 
 # Which verdict explains a failed check best, when cases disagree: earlier is stronger.
 SEVERITY = [
