@@ -381,3 +381,5 @@ def test_a_replay_that_fails_says_how_it_passed_the_optional_parameters(grader, 
     (case,) = report.cases
     assert case.replay and not case.passed, (case.replay, case.message)
     assert "and with `mask` passed by position (the first run passed it by keyword)" in case.message, case.message
+    # no frame of the file's own: the error line alone, not the grader's line that made the call
+    assert "TypeError" in case.traceback and "torchcode" not in case.traceback, case.traceback

@@ -356,10 +356,16 @@ def _preload(source: str) -> None:
         guards.keep_out_of_compilation()
 
 
+_GRADER_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
 def _learner_traceback(exc: BaseException, path: str) -> str:
     frames = traceback.extract_tb(exc.__traceback__)
     mine = [f for f in frames if f.filename == path]
-    text = "".join(traceback.format_list(mine or frames[-1:]) + traceback.format_exception_only(type(exc), exc))
+    # none of the file's own (a call that did not match its signature, an error in a helper module): the innermost
+    # frame that is not the grader's (the grader's own line means nothing to the learner)
+    theirs = mine or [f for f in frames if not f.filename.startswith(_GRADER_DIR)][-1:]
+    text = "".join(traceback.format_list(theirs) + traceback.format_exception_only(type(exc), exc))
     return text[-MAX_TRACEBACK:]
 
 
