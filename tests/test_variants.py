@@ -103,3 +103,14 @@ def test_huge_own_scores_grade_only_the_first_token(grader, seed):
     assert report.verdict.value == "wrong_answer", report.message
     assert report.first_failure.name == "very_negative_own_score", report.first_failure.name
     assert "16 of 16 elements are off" in report.message and "positions" not in report.message, report.message
+
+
+def test_dropout_without_its_rescale_is_told_to_keep_the_expectation(grader):
+    """Two draws differ and p = 0 changes nothing, but the mean of many draws is half eval mode's output: told so,
+    without the amounts of a yes/no check ("outputs differ by 1")."""
+    spec = CATALOG.get("minimind_attention")
+    report = grader.grade(spec, spec.folder / "wrong" / "dropout_not_rescaled.py", seed=corpus_seed(spec.id),
+                          only=["dropout_keeps_expectation", "dropout_in_training_slow"])
+    verdicts = {c.name: c.verdict.value for c in report.cases}
+    assert verdicts == {"dropout_keeps_expectation": "wrong_answer", "dropout_in_training_slow": "accepted"}, verdicts
+    assert "Scale what it keeps by 1 / (1 - p)" in report.message and "differ by" not in report.message, report.message

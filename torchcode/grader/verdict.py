@@ -125,7 +125,9 @@ def judge_case(pol: GradingPolicy, p: Prepared, reply: dict, tensors: list[torch
         err = compare.property_error(a, b)
         if a.shape != b.shape or not err <= allowed:
             res.verdict = Verdict.WRONG_ANSWER
-            res.message = chk.because + (f" (outputs differ by {err:.3g}; allowed {allowed:.2g})" if a.shape == b.shape else "")
+            # (a single number is a yes/no check of the case's own, e.g. "two draws differ": no amounts to show)
+            shown = a.shape == b.shape and a.dim() > 0
+            res.message = chk.because + (f" (outputs differ by {err:.3g}; allowed {allowed:.2g})" if shown else "")
             return res
 
     # 4. values
