@@ -43,6 +43,12 @@ def even_blocks(rng):
     return flash(rng, 2, 64, 16, block_size=16)
 
 
+@case(targets="S between block_size and twice it: two tiles, the second ragged; still no S x S matrix (no plain "
+              "softmax for short inputs)")
+def two_tiles(rng):
+    return flash(rng, 1, 36, 16, block_size=24)  # a shape no other case uses
+
+
 ONE = ("with every value row the same vector v, your output was not v at every query: each query's weights over all "
        "the keys must sum to 1. When the running max grows, rescale both the running sum and the accumulator by "
        "exp(m_old - m_new), and divide the accumulator by the final sum")
