@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+_T = torch._C.TensorBase  # its methods, called as functions (Message.tensor)
+
 DTYPES = {
     "float64": torch.float64, "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
     "int64": torch.int64, "int32": torch.int32, "int16": torch.int16, "int8": torch.int8, "uint8": torch.uint8,
@@ -75,13 +77,15 @@ class Message:
         self.offset = 0
 
     def tensor(self, t: torch.Tensor) -> dict:
-        t = t.detach()
+        # torch's own functions, taken before any submission ran: a method looked up on the tensor could be one its
+        # code set on the tensor itself (out.detach = ...) or on its class, and would run here, unmeasured
+        t = _T.detach(t)
         if t.device.type != "cpu":
-            t = t.cpu()
+            t = _T.cpu(t)
         dtype = DTYPE_NAMES.get(t.dtype)
         if dtype is None:
             raise ProtocolError(f"unsupported dtype {t.dtype}")
-        data = t.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
+        data = _T.numpy(_T.view(_T.reshape(_T.contiguous(t), (-1,)), torch.uint8)).tobytes() if _T.numel(t) else b""
         pad = -self.offset % ALIGN
         if pad:
             self.blobs.append(bytes(pad))

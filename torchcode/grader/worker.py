@@ -281,11 +281,28 @@ def _holds_capabilities() -> bool:
         return False
 
 
+_T = torch._C.TensorBase
+_TENSOR_NAMES = frozenset(dir(torch.Tensor))
+
+
 def _replaced(name: str, stage: str) -> dict:
     return {"kind": "forbidden", "names": [], "stage": stage,
-            "message": f"your code replaced torch's {name} {stage}: torch's own tensor methods must stay as torch "
+            "message": f"your code changed torch's {name} {stage}: torch's own tensor methods must stay as torch "
                        "defines them (the grader reads your results through them). Write a function of your own "
                        "instead of changing torch.Tensor"}
+
+
+def _shadowed(ex: execute.Execution) -> str:
+    """A tensor returned (or a gradient) that carries its own attribute named as one of torch.Tensor's
+    (``out.detach = ...``): '' if none."""
+    found = [t for o in ex.outputs for t in execute.flatten(o).values() if isinstance(t, torch.Tensor)]
+    found += [g for g in (*ex.input_grads.values(), *ex.param_grads.values()) if isinstance(g, torch.Tensor)]
+    for t in found:
+        own = getattr(t, "__dict__", None)  # a tensor's instance attributes (a data descriptor: not shadowable)
+        for name in (own if isinstance(own, dict) else {}):
+            if isinstance(name, str) and name in _TENSOR_NAMES:
+                return f"Tensor.{name} (set on a tensor your code returned)"
+    return ""
 
 
 def _too_big(ex: execute.Execution, limit) -> str:
@@ -294,7 +311,7 @@ def _too_big(ex: execute.Execution, limit) -> str:
         return ""
     found = [t for o in ex.outputs for t in execute.flatten(o).values() if isinstance(t, torch.Tensor)]
     found += [g for g in (*ex.input_grads.values(), *ex.param_grads.values()) if isinstance(g, torch.Tensor)]
-    nbytes = sum(t.numel() * t.element_size() for t in found)
+    nbytes = sum(_T.numel(t) * _T.element_size(t) for t in found)  # torch's, not a method the tensor carries
     if len(found) > int(limit.get("tensors", 0)) or nbytes > int(limit.get("bytes", 0)):
         shapes = ", ".join(str(list(t.shape)) for t in found[:4]) + (", ..." if len(found) > 4 else "")
         return (f"your code returned {len(found)} tensors of {nbytes / 2**20:.1f} MB in all (shapes {shapes}), far "
@@ -508,6 +525,9 @@ class Worker:
             name, line, why = hatches[0]
             return {"error": {"kind": "forbidden", "names": [name],
                               "message": f"line {line} uses `{name}`, which {why}; submissions may not do that"}}
+        # torch's lazily imported modules the file names, imported before any of its code can run (with its folder
+        # not yet on the path, and no import hook of its own yet installed)
+        _preload(source)
         guards.set_reporter(self._note)
         guards.ban_kernels(self.forbidden)
         guards.watch_exports()
@@ -519,8 +539,8 @@ class Worker:
         module.__file__ = self.path
         sys.modules["submission"] = module
         sys.path[:0] = self.folders or [os.path.dirname(self.path)]
+        guards.keep_tensor_methods()  # torch.Tensor's attributes as torch left them (after the preloads above)
         guard = guards.Guard(self.forbidden)
-        guards.keep_tensor_methods()
         try:
             with guard:
                 exec(code, module.__dict__)
@@ -530,11 +550,11 @@ class Worker:
         guard.check_kernels()
         if guard.violations or guard.tampered:  # caught our exception at the top level and carried on
             return {"error": self._error(guards.ForbiddenCall(), guard, "while importing your file")}
+        if "torch._dynamo" in sys.modules:  # imported by the file itself, under no name _preload looks for
+            guards.keep_out_of_compilation()
         replaced = guards.tensor_methods_replaced()
         if replaced:
             return {"error": _replaced(replaced, "while importing your file")}
-        _preload(source)
-        guards.keep_tensor_methods()
         self.entry = getattr(module, self.spec["name"], None)
         try:
             problem = self._interface_problem(module)
@@ -666,7 +686,7 @@ class Worker:
         guard.check_kernels()
         if guard.violations or guard.tampered:  # the learner caught our exception and carried on
             return {"error": self._error(guards.ForbiddenCall(), guard, stage.name), "seconds": seconds}
-        replaced = guards.tensor_methods_replaced()
+        replaced = guards.tensor_methods_replaced() or _shadowed(ex)
         if replaced:  # before anything reads the results through them
             return {"error": _replaced(replaced, "while this case ran"), "seconds": seconds}
         too_big = _too_big(ex, h.get("max_reply"))
@@ -742,6 +762,9 @@ class Worker:
             return {"error": self._error_safely(e, guard, "while benchmarking")}
         if guard.violations or guard.tampered:
             return {"error": self._error(guards.ForbiddenCall(), guard, "while benchmarking")}
+        replaced = guards.tensor_methods_replaced() or _shadowed(execute.Execution(outputs=[out]))
+        if replaced:
+            return {"error": _replaced(replaced, "while benchmarking")}
         return {"outputs": [self._encode(out, msg)], **({"peak_bytes": int(peak)} if peak is not None else {})}
 
     @staticmethod
