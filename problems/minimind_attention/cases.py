@@ -216,7 +216,7 @@ def dropout_expectation(rng, flash):
     with v_proj = o_proj = I the eval output at position t is the mean of x over positions 0..t: the mean of the
     copies' outputs must be that (its least-squares scale on it within 0.1 of 1: a correct kernel's spreads by 0.010,
     measured over 3000 draws, so 0.1 is 9.6 of those; a missing 1 / (1 - p) gives 0.5). All scores are 0 here, so
-    dropout on the scores before the softmax changes nothing and is not caught."""
+    dropout on the scores before the softmax changes nothing here (dropout_on_weights catches that)."""
     N, S, H = 1024, 5, 32
     cos, sin = rope_tables(S, H // 4)
     seq = rng.randn(1, S, H)
@@ -244,6 +244,40 @@ def dropout_keeps_expectation(rng):
 @case(targets="training mode, dropout 0.5, fast path: dropout keeps the expectation")
 def dropout_keeps_expectation_flash(rng):
     return dropout_expectation(rng, flash=True)
+
+
+ON_WEIGHTS = ("in training mode with dropout 0.5, a token whose one large score gives it all the weight still "
+              "averaged a share of its neighbour over many draws: drop attention weights after the softmax (or the "
+              "layer's output), not scores before it (a dropped score becomes 0, which moves weight to other keys)")
+
+
+@case(targets="training mode, dropout 0.5, slow path: dropout on the attention weights, not on the scores (over many "
+              "draws a token that scores 20 on itself and 0 on its neighbour still reads itself alone)")
+def dropout_on_weights(rng):
+    """16384 copies of two tokens, x0 = a e0 and x1 = b e1 (one head of width 8, RoPE tables of cos 1 and sin 0,
+    k_proj = v_proj = o_proj = I, q_proj = c I): token 1 scores 20 on itself and 0 on token 0, so in eval mode it reads
+    x1 alone. Dropout on its weights keeps that in expectation; dropout on its scores drops the 20 to 0 half the time,
+    and the mean then reads x0 by a quarter (a relative error of 0.25; a correct kernel's mean is off by ~0.014)."""
+    N, H = 16384, 8
+    a, b = (float(v) for v in rng.uniform(2, low=1.0, high=2.0))
+    seq = torch.zeros(1, 2, H)
+    seq[0, 0, 0], seq[0, 1, 1] = a, b
+    c = 20.0 * H ** 0.5 / b ** 2  # token 1's score on itself: c b^2 / sqrt(H) = 20
+    w = torch.softmax(torch.tensor([0.0, 20.0], dtype=torch.float64), 0)
+    want = torch.stack([seq[0, 0].double(), w[0] * seq[0, 0].double() + w[1] * seq[0, 1].double()])[None]  # (1, 2, H)
+    eye = torch.eye(H)
+
+    def on_weights(out):  # 1.0 if the copies' mean reads what eval mode reads, else 0.0
+        err = (out.double().mean(0, keepdim=True) - want).norm() / want.norm()
+        return (err < 0.15).to(out.dtype)
+
+    everything = torch.ones(1, 1, 1, dtype=torch.bool)  # random values: judged by their mean alone
+    one = Fn(lambda t: torch.ones((), dtype=t.dtype), Out(0, 0))
+    tables = (Const(torch.ones(2, H)), Const(torch.zeros(2, H)))
+    return Case(init=dict(config=config(hidden=H, heads=1, kv=1, dropout=0.5)), train=True, grad=False,
+                weights={"q_proj.weight": c * eye, "k_proj.weight": eye, "v_proj.weight": eye, "o_proj.weight": eye},
+                steps=[Call(seq.expand(N, 2, H).clone(), tables).ungraded(everything, 0)],
+                checks=[Same(Fn(on_weights, Out(0, 0)), one, ON_WEIGHTS)])
 
 
 def _own_score(rng, score):
