@@ -428,8 +428,8 @@ _TENSOR_METHODS: list = []
 
 
 def keep_tensor_methods() -> None:
-    """Note what torch.Tensor and its C base hold now (worker only: before the learner's file, and again after
-    the modules preloaded for it, which may add to them)."""
+    """Note what torch.Tensor and its C base hold now (worker only: once, after torch's preloads and before any of
+    the learner's code runs)."""
     _TENSOR_METHODS[:] = [(cls, dict(vars(cls))) for cls in (torch.Tensor, torch._C.TensorBase)]
 
 

@@ -281,7 +281,7 @@ def _holds_capabilities() -> bool:
         return False
 
 
-_T = torch._C.TensorBase
+_T = protocol._T  # torch's own Tensor functions, taken before any submission ran
 _TENSOR_NAMES = frozenset(dir(torch.Tensor))
 
 
