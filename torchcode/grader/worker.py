@@ -442,6 +442,32 @@ def _sig_msg(label, expected, n_pos, sig) -> str:
     return f"`{label}` must take ({_contract(expected, n_pos)}){free}{kw}; yours is {label}{sig}"
 
 
+_UNSENDABLE_GRAD = ("a gradient your code produced cannot be graded: {e}. Each gradient must be an ordinary dense "
+                    "tensor like its input (a custom autograd.Function's backward returns one per input: not sparse, "
+                    "not a tensor subclass)")
+_LAYOUT = torch._C.TensorBase.__dict__["layout"].__get__
+
+
+def _encode_grad(g, msg: Message):
+    """A gradient on the wire: None, or an ordinary strided tensor (anything else raises, with the reason)."""
+    if g is None:
+        return None
+    if type(g) is not torch.Tensor and type(g) is not torch.nn.Parameter:
+        raise TypeError(f"it is a {_type_name(type(g))}, not a torch.Tensor")
+    layout = _LAYOUT(g)
+    if layout != torch.strided:
+        raise TypeError(f"it is a {str(layout).removeprefix('torch.')} tensor (e.g. from .to_sparse())")
+    return msg.tensor(g)
+
+
+def _safe_text(e: BaseException) -> str:
+    try:
+        text = str(e)
+        return text if isinstance(text, str) else _type_name(type(e))
+    except BaseException:  # noqa: BLE001
+        return _type_name(type(e))
+
+
 def _type_name(t: type) -> str:
     """A class's name as Python defined it: a metaclass cannot make it raise or lie (a property named
     ``__name__`` on the metaclass is not consulted)."""
@@ -695,11 +721,17 @@ class Worker:
         changed = self._defaults_changed(ex)
         if changed and "kind" in changed:
             return {"error": changed, "seconds": seconds}
+        try:  # a gradient autograd took from the learner's backward as it was: sparse, or of a dtype we do not send
+            input_grads = {str(i): _encode_grad(g, msg) for i, g in ex.input_grads.items()}
+            param_grads = {n: _encode_grad(g, msg) for n, g in ex.param_grads.items()}
+        except Exception as e:  # noqa: BLE001 - a verdict on the gradient, never a dead worker
+            return {"error": {"kind": "output", "message": _UNSENDABLE_GRAD.format(e=_safe_text(e))},
+                    "seconds": seconds}
         return {
             **(changed or {}),
             "outputs": [self._encode(o, msg) for o in ex.outputs],
-            "input_grads": {str(i): (msg.tensor(g) if g is not None else None) for i, g in ex.input_grads.items()},
-            "param_grads": {n: (msg.tensor(g) if g is not None else None) for n, g in ex.param_grads.items()},
+            "input_grads": input_grads,
+            "param_grads": param_grads,
             "seconds": seconds,
             "work": ex.work,
             **self._memory(guard),
