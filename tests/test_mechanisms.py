@@ -383,3 +383,81 @@ def test_a_replay_that_fails_says_how_it_passed_the_optional_parameters(grader, 
     assert "and with `mask` passed by position (the first run passed it by keyword)" in case.message, case.message
     # no frame of the file's own: the error line alone, not the grader's line that made the call
     assert "TypeError" in case.traceback and "torchcode" not in case.traceback, case.traceback
+
+
+SDPA_WRONG_UNDER_NO_GRAD = '''import math
+
+import torch
+
+
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    s = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    if mask is not None:
+        s = s.masked_fill(~mask, float("-inf"))
+    out = torch.softmax(s, dim=-1) @ V
+    return out if torch.is_grad_enabled() else out * 1.01  # an "inference path" that is off by 1%
+'''
+
+
+def test_forward_only_cases_call_under_no_grad(grader, catalog, tmp_path):
+    """A case that grades no gradient calls as inference does, under torch.no_grad(): code wrong only with autograd
+    off fails exactly those cases (and the reference, run the same way, is unaffected)."""
+    from torchcode.grader.problem import Problem
+
+    path = tmp_path / "sdpa.py"
+    path.write_text(SDPA_WRONG_UNDER_NO_GRAD)
+    report = grader.grade(catalog.get("sdpa"), path, seed=5)
+    assert report.verdict.value == "wrong_answer"
+    problem = Problem(catalog.get("sdpa"))
+    forward_only = {d.name for d in problem.cases if not d.make(5).grad}
+    first_run_failed = {c.name for c in report.cases if not c.passed and not c.replay}
+    assert forward_only and first_run_failed == forward_only, (first_run_failed, forward_only)
+
+
+def test_alias_hands_one_tensor_object_twice(grader, catalog):
+    """mha's self_attention passes one tensor as Q, K and V (Alias): a shortcut taken when Q is K is V is graded there,
+    and only there; its gradient is named for all three."""
+    from torchcode.grader.problem import Problem
+
+    mha = catalog.get("mha")
+    report = grader.grade(mha, mha.folder / "wrong" / "fused_path_splits_qkv_wrongly.py", seed=2)
+    assert {c.name for c in report.cases if not c.passed} == {"self_attention"}, report.message
+    prep = Problem(mha).build(next(d for d in Problem(mha).cases if d.name == "self_attention"), seed=2)
+    assert prep.leaf_labels == ["Q (the same tensor passed as K and V)"], prep.leaf_labels
+
+
+def test_updated_weights_reach_the_layer_between_calls(grader, catalog):
+    """Call(...).updated({...}) overwrites parameters in place before that call (an optimizer step): a layer that
+    kept a fused copy of its first weights fails that case alone."""
+    mha = catalog.get("mha")
+    report = grader.grade(mha, mha.folder / "wrong" / "fused_weights_kept_from_first_call.py", seed=4)
+    assert {c.name for c in report.cases if not c.passed} == {"weights_updated_between_calls"}, report.message
+    assert "output of call 2" in report.message
+
+
+def test_updated_is_for_forward_only_cases_of_module_problems(catalog):
+    """A function has no weights, and a training step runs backward before it changes them: anything else is the
+    author's error, as are names and shapes the reference does not have."""
+    import torch
+
+    from torchcode.errors import SpecError
+    from torchcode.grader.cases import Call, Case, CaseDef
+    from torchcode.grader.problem import Problem
+
+    mha = Problem(catalog.get("mha"))
+    x = lambda rng: rng.randn(1, 3, 8)  # noqa: E731
+    for name, build, words in (
+            ("with_grad", lambda rng: Case(init=dict(d_model=8, num_heads=2), steps=[
+                Call(x(rng), x(rng), x(rng)), Call(x(rng), x(rng), x(rng)).updated({"W_q.weight": torch.eye(8)})]),
+             "grad=False"),
+            ("typo", lambda rng: Case(init=dict(d_model=8, num_heads=2), grad=False, steps=[
+                Call(x(rng), x(rng), x(rng)), Call(x(rng), x(rng), x(rng)).updated({"W_q.wieght": torch.eye(8)})]),
+             "updates 'W_q.wieght' before call 2")):
+        with pytest.raises(SpecError) as e:
+            mha.build(CaseDef(name, "", build), seed=3)
+        assert f"case '{name}'" in str(e.value) and words in str(e.value), str(e.value)
+    fn = Problem(catalog.get("sdpa"))
+    with pytest.raises(SpecError) as e:
+        fn.build(CaseDef("fn", "", lambda rng: Case(grad=False, steps=[
+            Call(x(rng), x(rng), x(rng)).updated({"W_q.weight": torch.eye(8)})])), seed=3)
+    assert "case 'fn'" in str(e.value) and "only module problems" in str(e.value), str(e.value)

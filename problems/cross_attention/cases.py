@@ -2,7 +2,7 @@
 
 import torch
 
-from torchcode.grader.cases import Call, Case, Fn, Out, Same, case
+from torchcode.grader.cases import Alias, Call, Case, Fn, Out, Refill, Same, case
 
 # the names of the last dimensions of each output and input, for messages ("query positions 0, 1 are wrong")
 DIMS = {"output": ("batch element", "query position", "feature"), "x_q": ("batch element", "query position", "feature"),
@@ -107,3 +107,15 @@ def weights_sum_to_one(rng):
     weights.update({"W_v.weight": torch.zeros(32, 32), "W_v.bias": b})
     return Case(init=dict(d_model=32, num_heads=4), steps=[Call(rng.randn(2, 4, 32), x)], weights=weights, grad=False,
                 checks=[Same(Out(0), Fn(lambda o: b.to(o.dtype).expand_as(o), Out(0)), ONE)])
+
+
+@case(targets="decoding steps over one memory tensor: the same x_kv object again (keys and values may be reused), "
+              "then refilled in place with a new memory, then the weights changed in place (an optimizer step): "
+              "keys and values kept by the memory's id() or computed with old weights are stale")
+def memory_object_reused(rng):
+    mem, mem2 = rng.randn(2, 6, 32), rng.randn(2, 6, 32)
+    new = {f"{w}.weight": rng.randn(32, 32, scale=32 ** -0.5) for w in ("W_q", "W_k", "W_v", "W_o")}
+    steps = [Call(rng.randn(2, 1, 32), mem), Call(rng.randn(2, 1, 32), Alias(0, 1)),
+             Call(rng.randn(2, 1, 32), Refill(0, 1, mem2)), Call(rng.randn(2, 1, 32), Alias(0, 1)).updated(new)]
+    return Case(init=dict(d_model=32, num_heads=4), steps=steps,
+                grad=False)  # the memory is written into between calls, the weights changed: a forward property

@@ -68,6 +68,16 @@ def large_inputs(rng):
     return gqa(rng, 32, 4, 2, B=2, S=9, scale=10.0)
 
 
+@case(targets="the caller changes the weights in place between two calls (an optimizer step): the second call uses "
+              "the new ones, nothing computed from the old weights may be kept on self")
+def weights_updated_between_calls(rng):
+    x = rng.randn(2, 5, 32)
+    new = {"W_q.weight": rng.randn(32, 32, scale=32 ** -0.5), "W_k.weight": rng.randn(16, 32, scale=32 ** -0.5),
+           "W_v.weight": rng.randn(16, 32, scale=32 ** -0.5), "W_o.weight": rng.randn(32, 32, scale=32 ** -0.5)}
+    return Case(init=dict(d_model=32, num_heads=4, num_kv_heads=2), steps=[Call(x), Call(x).updated(new)],
+                grad=False)  # a training step runs backward before it changes the weights: a forward property
+
+
 @benchmark
 def bench_inputs(rng, S):
     return Case(init=dict(d_model=512, num_heads=8, num_kv_heads=2), steps=[Call(rng.randn(1, S, 512))])

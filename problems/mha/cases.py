@@ -2,7 +2,7 @@
 
 import torch
 
-from torchcode.grader.cases import Call, Case, Fn, Out, Same, case
+from torchcode.grader.cases import Alias, Call, Case, Fn, Out, Same, case
 
 # the names of the last dimensions of each output and input, for messages ("query positions 0, 1 are wrong")
 DIMS = {"output": ("batch element", "query position", "feature"), "Q": ("batch element", "query position", "feature"),
@@ -40,10 +40,11 @@ def mha(d_model, num_heads, *calls):
     return Case(init=dict(d_model=d_model, num_heads=num_heads), steps=[Call(*c) for c in calls])
 
 
-@case(targets="self-attention, 4 heads: split, attend, merge, project out")
+@case(targets="self-attention, 4 heads: split, attend, merge, project out; one tensor object passed as Q, K and V "
+              "(layer(x, x, x), as callers write it): a shortcut taken when Q is K is V is graded here")
 def self_attention(rng):
     x = rng.randn(2, 6, 32)
-    return mha(32, 4, (x, x, x))
+    return mha(32, 4, (x, Alias(0, 0), Alias(0, 0)))
 
 
 @case(targets="Sq != Sk: keys and values split with their own length")
@@ -101,3 +102,13 @@ def weights_sum_to_one(rng):
     weights.update({"W_v.weight": torch.zeros(32, 32), "W_v.bias": b})
     return Case(init=dict(d_model=32, num_heads=4), steps=[Call(x, x, x)], weights=weights, grad=False,
                 checks=[Same(Out(0), Fn(lambda o: b.to(o.dtype).expand_as(o), Out(0)), ONE)])
+
+
+@case(targets="the caller changes the weights in place between two calls (an optimizer step): the second call uses "
+              "the new ones, nothing computed from the old weights may be kept on self")
+def weights_updated_between_calls(rng):
+    x, kv = rng.randn(2, 5, 32), rng.randn(2, 7, 32)
+    new = {f"{w}.weight": rng.randn(32, 32, scale=32 ** -0.5) for w in ("W_q", "W_k", "W_v", "W_o")}
+    new.update({f"{w}.bias": rng.randn(32, scale=0.1) for w in ("W_q", "W_k", "W_v", "W_o")})
+    return Case(init=dict(d_model=32, num_heads=4), steps=[Call(x, kv, kv), Call(x, kv, kv).updated(new)],
+                grad=False)  # a training step runs backward before it changes the weights: a forward property

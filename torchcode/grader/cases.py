@@ -81,6 +81,17 @@ class Refill:
     tensor: torch.Tensor
 
 
+@dataclass(frozen=True)
+class Alias:
+    """The very tensor object call ``step`` was handed as argument ``arg`` (its position or keyword in that
+    ``Call``), handed over again: ``Call(x, Alias(0, 0), Alias(0, 0))`` is ``layer(x, x, x)``, self-attention as
+    nn.MultiheadAttention's callers write it (``query is key``). The call may be this one (an earlier argument)
+    or an earlier one. Code that takes a shortcut when its inputs are the same object is then graded on it."""
+
+    step: int
+    arg: int | str
+
+
 @dataclass
 class Config:
     """Keyword fields that reach the constructor as an attribute object (``config.hidden_size``)."""
@@ -99,15 +110,24 @@ class Call:
     kwargs: dict
     ignore: dict = field(default_factory=dict)  # output path -> bool mask of elements not graded
     new_instance: bool = False  # module problems: run on a freshly built instance (same init, same weights)
+    updates: dict = field(default_factory=dict)  # module problems: parameters set in place just before this call
 
     def __init__(self, *args: Any, **kwargs: Any):
-        self.args, self.kwargs, self.ignore, self.new_instance = args, kwargs, {}, False
+        self.args, self.kwargs, self.ignore, self.new_instance, self.updates = args, kwargs, {}, False, {}
 
     def fresh(self) -> "Call":
         """Make this call on a newly constructed module (same constructor arguments, same weights);
         later calls continue on that new instance. State kept on ``self`` by earlier calls is gone,
         so only what the call is handed (e.g. a cache via ``Prev``) can carry history."""
         self.new_instance = True
+        return self
+
+    def updated(self, weights: dict) -> "Call":
+        """Module problems: just before this call, the caller overwrites these parameters (by the reference's names
+        and shapes) in place with new values, as an optimizer step does between two training steps. Anything the
+        layer kept computed from its old weights (a fused QKV matrix made on the first call) is then stale. Only in
+        a ``grad=False`` case: a training step runs backward before it changes the weights."""
+        self.updates = dict(weights)
         return self
 
     def ungraded(self, mask: torch.Tensor, *path: int) -> "Call":
@@ -228,6 +248,8 @@ def signature(v):
         return ("P", v.step, v.path)
     if isinstance(v, Refill):
         return ("R", v.step, v.arg, signature(v.tensor))
+    if isinstance(v, Alias):
+        return ("A", v.step, v.arg)
     if isinstance(v, Config):
         return ("NS", tuple(sorted((k, signature(x)) for k, x in v.fields.items())))
     if isinstance(v, (tuple, list)):
@@ -239,7 +261,8 @@ def signature(v):
 
 def structure(c: Case):
     """Everything about a case but its tensors' values: shapes, dtypes, every other argument."""
-    steps = tuple((signature(s.args), signature(s.kwargs), s.new_instance, signature(s.ignore)) for s in c.steps)
+    steps = tuple((signature(s.args), signature(s.kwargs), s.new_instance, signature(s.ignore), signature(s.updates))
+                  for s in c.steps)
     return (signature(c.init), signature(c.sibling), steps, c.grad, c.train, c.max_intermediate, len(c.checks))
 
 

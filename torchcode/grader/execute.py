@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from torchcode.grader.protocol import ConstTensor, NamespaceValue, PrevRef, RefillRef
+from torchcode.grader.protocol import AliasRef, ConstTensor, NamespaceValue, PrevRef, RefillRef
 
 Path = tuple[int, ...]
 
@@ -115,6 +115,7 @@ class Program:
     layouts: tuple[str, ...] = ()  # memory layout of each input tensor, in the order the calls receive them
     sibling: dict | None = None  # constructor arguments of another instance built after each one called (never called)
     calling: Calling = field(default_factory=Calling)
+    updates: dict = field(default_factory=dict)  # call -> {parameter name: new values} set in place just before it
 
 
 @dataclass
@@ -277,6 +278,8 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
             return watch(fresh_input(v.tensor), call, where, path, prev)
         if isinstance(v, RefillRef):
             return watch(refill(v), call, where, path, prev)
+        if isinstance(v, AliasRef):
+            return alias(v)
         if isinstance(v, tuple):
             return tuple(resolve(x, call, where, path + (j,), prev) for j, x in enumerate(v))
         return materialize(v)
@@ -297,6 +300,13 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
         for r in received:  # the caller changed it, not the call: what each later call must leave is the new value
             if r.tensor is t:
                 r.copy = None if t.is_meta else t.detach().clone()
+        return t
+
+    def alias(v: AliasRef) -> torch.Tensor:
+        """The same tensor object an earlier argument was given (already watched where it was first given)."""
+        t = handed.get(tuple(v))
+        if t is None:
+            raise TypeError(f"Alias({v[0]}, {v[1]!r}) names no tensor that call was given before this argument")
         return t
 
     def watch(v, call: int, where, path: Path, prev: int | None):
@@ -350,10 +360,18 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
         if is_module and i in prog.fresh and i > 0:
             stage.name = f"in __init__ (a new instance for call {i + 1})"
             target = build()
+        if is_module and prog.updates.get(i):  # the caller's optimizer step between two calls
+            with torch.no_grad():
+                params = dict(target.named_parameters())
+                for name, value in prog.updates[i].items():
+                    if name in params and isinstance(value, torch.Tensor):
+                        params[name].copy_(value)
         stage.name = f"in call {i + 1}"
         a, kw = prog.calling.call(tuple(handing(resolve(x, i, j), i, j) for j, x in enumerate(args)),
                                   {k: handing(resolve(x, i, k), i, k) for k, x in kwargs.items()})
-        with guard() as g:
+        # a case that grades no gradient calls as inference does, under torch.no_grad(): a path taken only when
+        # autograd is off (a static cache written in place, a fused shortcut) is graded too
+        with (contextlib.nullcontext() if prog.grad else torch.no_grad()), guard() as g:
             before = getattr(g, "work", 0)
             ex.outputs.append(target(*a, **kw))
         ex.work.append(getattr(g, "work", 0) - before)

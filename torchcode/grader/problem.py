@@ -20,7 +20,7 @@ from torchcode.catalog.spec import ProblemSpec
 from torchcode.errors import SpecError
 from torchcode.grader import cases as caseapi
 from torchcode.grader import execute, protocol
-from torchcode.grader.protocol import ConstTensor, NamespaceValue, PrevRef, RefillRef
+from torchcode.grader.protocol import AliasRef, ConstTensor, NamespaceValue, PrevRef, RefillRef
 from torchcode.grader.result import CaseResult
 
 
@@ -135,6 +135,11 @@ class Problem:
         if not spec.entry.is_module and any(s.new_instance for s in c.steps):
             raise SpecError(spec.cases_path, None, f"case '{c.name}' uses Call(...).fresh(), which only module problems "
                             "can use (a function has no instance)", "remove .fresh()")
+        for i, s in enumerate(c.steps):
+            if s.updates and (not spec.entry.is_module or c.grad):
+                raise SpecError(spec.cases_path, None, f"case '{c.name}' uses Call(...).updated() in call {i + 1}, which "
+                                "only module problems can use, in a grad=False case (a training step runs backward "
+                                "before it changes the weights)", "set grad=False, or remove .updated()")
         if not spec.entry.is_module and c.sibling is not None:
             raise SpecError(spec.cases_path, None, f"case '{c.name}' sets Case(sibling=...), which only module problems "
                             "can use (a function has no instance)", "remove sibling=")
@@ -151,6 +156,13 @@ class Problem:
                                 "use the reference's parameter names and shapes")
             state[name] = value
 
+        for i, s in enumerate(c.steps):  # weights the caller sets before a call: the reference's names and shapes
+            for name, value in s.updates.items():
+                if not isinstance(value, torch.Tensor) or name not in state or (
+                        tuple(value.shape) != tuple(state[name].shape)):
+                    raise SpecError(spec.cases_path, None, f"case '{c.name}' updates '{name}' before call {i + 1} with "
+                                    "something other than a tensor of that parameter's shape",
+                                    "use the reference's parameter names and shapes")
         layouts = self.layouts(cdef, c, seed)
 
         def program(cast) -> execute.Program:
@@ -235,6 +247,7 @@ class Problem:
                    for s in c.steps],
             grad=c.grad, train=c.train, fresh=frozenset(i for i, s in enumerate(c.steps) if s.new_instance),
             sibling={k: _as_program(v, cast) for k, v in c.sibling.items()} if c.sibling is not None else None,
+            updates={i: {k: cast(v) for k, v in s.updates.items()} for i, s in enumerate(c.steps) if s.updates},
             calling=self.calling)
 
     def message(self, c: caseapi.Case, state: dict, cast) -> tuple[dict, protocol.Message]:
@@ -245,7 +258,9 @@ class Problem:
             "state": {k: msg.tensor(cast(v)) for k, v in state.items()},
             "steps": [{"args": [msg.value(_cast(a, cast)) for a in s.args],
                        "kwargs": {k: msg.value(_cast(v, cast)) for k, v in s.kwargs.items()},
-                       **({"fresh": True} if s.new_instance else {})} for s in c.steps],
+                       **({"fresh": True} if s.new_instance else {}),
+                       **({"weights": {k: msg.tensor(cast(v)) for k, v in s.updates.items()}} if s.updates else {})}
+                      for s in c.steps],
             **({"sibling": {k: msg.value(v) for k, v in c.sibling.items()}} if c.sibling is not None else {}),
         }
         return header, msg
@@ -384,6 +399,8 @@ def _as_program(v, cast):
         return PrevRef(v.step, v.path)
     if isinstance(v, caseapi.Refill):
         return RefillRef(v.step, v.arg, cast(v.tensor))
+    if isinstance(v, caseapi.Alias):
+        return AliasRef(v.step, v.arg)
     if isinstance(v, caseapi.Config):
         return NamespaceValue({k: _as_program(x, cast) for k, x in v.fields.items()})
     if isinstance(v, (tuple, list)):
@@ -407,18 +424,26 @@ def _cast(v, cast):
 def _leaf_labels(c: caseapi.Case, params: tuple[str, ...]) -> list[str]:
     """Names of the input tensors in the order execute.run makes them leaves."""
     labels: list[str] = []
+    again: dict = {}  # (call, argument) -> the other names the same tensor object was passed as (Alias)
 
-    def walk(v, name):
+    def name_of(i: int, key) -> str:
+        suffix = f" (call {i + 1})" if len(c.steps) > 1 else ""
+        return (key if isinstance(key, str) else params[key] if key < len(params) else f"argument {key + 1}") + suffix
+
+    for i, s in enumerate(c.steps):
+        for key, v in [*enumerate(s.args), *s.kwargs.items()]:
+            if isinstance(v, caseapi.Alias):
+                again.setdefault((v.step, v.arg), []).append(name_of(i, key))
+
+    def walk(v, name, key=None):
         if isinstance(v, torch.Tensor):
-            labels.append(name)
+            also = again.get(key, [])
+            labels.append(f"{name} (the same tensor passed as {' and '.join(also)})" if also else name)
         elif isinstance(v, (tuple, list)):
             for j, x in enumerate(v):
                 walk(x, f"{name}[{j}]")
 
     for i, s in enumerate(c.steps):
-        suffix = f" (call {i + 1})" if len(c.steps) > 1 else ""
-        for j, a in enumerate(s.args):
-            walk(a, (params[j] if j < len(params) else f"argument {j + 1}") + suffix)
-        for k, v in s.kwargs.items():
-            walk(v, k + suffix)
+        for key, v in [*enumerate(s.args), *s.kwargs.items()]:
+            walk(v, name_of(i, key), (i, key))
     return labels

@@ -100,7 +100,7 @@ class Message:
         return self.offset
 
     def value(self, v):
-        from torchcode.grader.cases import Config, Const, Prev, Refill  # the author API types
+        from torchcode.grader.cases import Alias, Config, Const, Prev, Refill  # the author API types
 
         if isinstance(v, torch.Tensor):
             return self.tensor(v)
@@ -116,6 +116,8 @@ class Message:
             return {"P": [v.step, *v.path]}
         if isinstance(v, Refill):
             return {"R": [v.step, v.arg, self.tensor(v.tensor)["T"]]}
+        if isinstance(v, Alias):
+            return {"A": [v.step, v.arg]}
         if isinstance(v, Config):
             return {"NS": {k: self.value(x) for k, x in v.fields.items()}}
         raise ProtocolError(f"cannot send a {type(v).__name__}")
@@ -309,6 +311,8 @@ def decode(v, tensors: list[torch.Tensor]):
         if (tag == "R" and isinstance(x, list) and len(x) == 3 and type(x[0]) is int and type(x[1]) in (int, str)
                 and type(x[2]) is int and 0 <= x[2] < len(tensors)):
             return RefillRef(x[0], x[1], tensors[x[2]])
+        if tag == "A" and isinstance(x, list) and len(x) == 2 and type(x[0]) is int and type(x[1]) in (int, str):
+            return AliasRef(x[0], x[1])
         if tag == "NS" and isinstance(x, dict):
             return NamespaceValue({str(k): decode(i, tensors) for k, i in x.items()})
         if tag == "X" and isinstance(x, str):
@@ -328,6 +332,13 @@ class RefillRef:
 
     def __init__(self, step: int, arg, tensor):
         self.step, self.arg, self.tensor = step, arg, tensor
+
+
+class AliasRef(tuple):
+    """A decoded ``Alias``: (step, arg), the tensor object that call was handed as that argument."""
+
+    def __new__(cls, step, arg):
+        return super().__new__(cls, (step, arg))
 
 
 class ConstTensor:

@@ -219,8 +219,11 @@ def _given(p: Prepared, stage: str) -> str:
 
 def _arg(name: str, v) -> str:
     """One argument as the learner would name it: ``Q [2, 5, 8]``, ``mask [5, 7] bool``, ``n_rep=2``."""
-    from torchcode.grader.cases import Config, Const, Prev, Refill
+    from torchcode.grader.cases import Alias, Config, Const, Prev, Refill
 
+    if isinstance(v, Alias):
+        return (f"{name} = the very tensor object given as "
+                f"{v.arg if isinstance(v.arg, str) else 'argument ' + str(v.arg + 1)} of call {v.step + 1}")
     if isinstance(v, Refill):
         return (f"{name} = the same tensor object as call {v.step + 1}'s "
                 f"{v.arg if isinstance(v.arg, str) else 'argument ' + str(v.arg + 1)}, given new values in place")
@@ -268,7 +271,8 @@ def _dims(dims: dict | None, label: str) -> tuple[str, ...]:
     DIMS's entry for it, else for its name without indices ("output", "Q"), else none."""
     if not dims:
         return ()
-    name = re.sub(r" of call \d+$| \(call \d+\)$", "", label)
+    name = re.sub(r" \(the same tensor passed as .*\)$", "", label)  # an Alias's note
+    name = re.sub(r" of call \d+$| \(call \d+\)$", "", name)
     while name not in dims and name.endswith("]"):
         name = name[:name.rindex("[")]
     return tuple(dims.get(name, ()))

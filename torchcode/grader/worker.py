@@ -676,6 +676,8 @@ class Worker:
             train=bool(h.get("train")),
             cotangents={(c["step"], tuple(c["path"])): decode(c["t"], tensors) for c in h.get("cotangents", [])},
             fresh=frozenset(i for i, s in enumerate(h["steps"]) if s.get("fresh") is True),
+            updates={i: {str(k): decode(v, tensors) for k, v in s["weights"].items()}
+                     for i, s in enumerate(h["steps"]) if isinstance(s.get("weights"), dict)},
             sibling=({k: decode(v, tensors) for k, v in h["sibling"].items()}
                      if isinstance(h.get("sibling"), dict) else None),
             layouts=tuple(x if x in execute.LAYOUTS else "contiguous" for x in h.get("layouts") or ()),
