@@ -2,7 +2,7 @@
 
 import torch
 
-from torchcode.grader.cases import Call, Case, Fn, Out, Same, baseline, benchmark, case
+from torchcode.grader.cases import Call, Case, Fn, Out, Refill, Same, baseline, benchmark, case
 
 # the names of the last dimensions of each output and input, for messages ("query positions 0, 1 are wrong")
 DIMS = {"output": ("position", "feature"), "Q": ("position", "feature"), "K": ("position", "feature"),
@@ -137,6 +137,15 @@ def single_token(rng):
 def one_tile(rng):
     c = flash(rng, 2, 20, 8, block_size=32)
     c.steps.append(Call(*[rng.randn(2, 20, 8) for _ in range(3)], block_size=32))
+    return c
+
+
+@case(targets="one set of buffers reused by the caller: the same Q, K, V objects, refilled in place with new values, "
+              "need the new answer (nothing may be kept by the tensors' id() or data_ptr())")
+def buffers_refilled(rng):
+    c = flash(rng, 2, 40, 8, block_size=16)
+    c.steps.append(Call(*(Refill(0, j, rng.randn(2, 40, 8)) for j in range(3)), block_size=16))
+    c.grad = False  # Q, K, V are written into between the calls: a forward property
     return c
 
 

@@ -2,7 +2,7 @@
 
 import torch
 
-from torchcode.grader.cases import Call, Case, Fn, Out, Same, baseline, benchmark, case
+from torchcode.grader.cases import Call, Case, Fn, Out, Refill, Same, baseline, benchmark, case
 
 # the names of the last dimensions of each output and input, for messages ("query positions 0, 1 are wrong")
 DIMS = {"output": ("query position", "feature"), "Q": ("query position", "feature"),
@@ -31,6 +31,16 @@ def weights_sum_to_one(rng):
     v = rng.randn(1, 1, 8)
     c = lin(B, S, rng.randn(B, S, 8), rng.randn(B, S, 8), v.expand(B, S, 8).clone())
     c.checks, c.grad = [Same(Out(0), Fn(lambda o: v.to(o.dtype).expand_as(o), Out(0)), ONE)], False  # forward only
+    return c
+
+
+@case(targets="one set of buffers reused by the caller: the same Q, K, V objects, refilled in place with new values, "
+              "need the new answer (nothing may be kept by the tensors' id() or data_ptr())")
+def buffers_refilled(rng):
+    B, S = 2, 20
+    c = lin(B, S, rng.randn(B, S, 8), rng.randn(B, S, 8), rng.randn(B, S, 8))
+    c.steps.append(Call(*(Refill(0, j, rng.randn(B, S, 8)) for j in range(3))))
+    c.grad = False  # Q, K, V are written into between the calls: a forward property
     return c
 
 
