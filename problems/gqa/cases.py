@@ -2,7 +2,7 @@
 
 import torch
 
-from torchcode.grader.cases import Call, Case, Out, Same, benchmark, case
+from torchcode.grader.cases import Call, Case, Out, Refill, Same, benchmark, case
 
 # the names of the last dimensions of each output and input, for messages ("query positions 0, 1 are wrong")
 DIMS = {"output": ("batch element", "position", "feature"), "x": ("batch element", "position", "feature")}
@@ -66,6 +66,14 @@ def same_shape_twice(rng):
 @case(targets="large activations: a stable softmax")
 def large_inputs(rng):
     return gqa(rng, 32, 4, 2, B=2, S=9, scale=10.0)
+
+
+@case(targets="one input buffer reused by the caller: the same x object, refilled in place with new values, needs "
+              "the new answer (nothing may be kept by the tensor's id() or data_ptr())")
+def buffer_refilled(rng):
+    return Case(init=dict(d_model=32, num_heads=4, num_kv_heads=2),
+                steps=[Call(rng.randn(2, 6, 32)), Call(Refill(0, 0, rng.randn(2, 6, 32)))],
+                grad=False)  # x is written into between the calls: a forward property
 
 
 @case(targets="the caller changes the weights in place between two calls (an optimizer step): the second call uses "
