@@ -410,8 +410,8 @@ def test_forward_only_cases_call_under_no_grad(grader, catalog, tmp_path):
     assert report.verdict.value == "wrong_answer"
     problem = Problem(catalog.get("sdpa"))
     forward_only = {d.name for d in problem.cases if not d.make(5).grad}
-    first_run_failed = {c.name for c in report.cases if not c.passed and not c.replay}
-    assert forward_only and first_run_failed == forward_only, (first_run_failed, forward_only)
+    failed = {c.name for c in report.cases if not c.passed}  # a replay runs as its case's first run did
+    assert forward_only and failed == forward_only, (failed, forward_only)
 
 
 def test_alias_hands_one_tensor_object_twice(grader, catalog):
@@ -424,6 +424,9 @@ def test_alias_hands_one_tensor_object_twice(grader, catalog):
     assert {c.name for c in report.cases if not c.passed} == {"self_attention"}, report.message
     prep = Problem(mha).build(next(d for d in Problem(mha).cases if d.name == "self_attention"), seed=2)
     assert prep.leaf_labels == ["Q (the same tensor passed as K and V)"], prep.leaf_labels
+    report = grader.grade(mha, mha.folder / "wrong" / "fused_kv_halves_swapped.py", seed=2)  # layer(q, mem, mem)
+    assert {c.name for c in report.cases if not c.passed} == {"same_shapes_other_values",
+                                                              "weights_updated_between_calls"}, report.message
 
 
 def test_updated_weights_reach_the_layer_between_calls(grader, catalog):
@@ -461,3 +464,89 @@ def test_updated_is_for_forward_only_cases_of_module_problems(catalog):
         fn.build(CaseDef("fn", "", lambda rng: Case(grad=False, steps=[
             Call(x(rng), x(rng), x(rng)).updated({"W_q.weight": torch.eye(8)})])), seed=3)
     assert "case 'fn'" in str(e.value) and "only module problems" in str(e.value), str(e.value)
+
+
+def test_a_fresh_instance_after_an_update_gets_the_updated_weights():
+    """An optimizer step changes the weights every later layer is built with: .fresh() after .updated() is too."""
+    import torch
+
+    from torchcode.grader import execute
+
+    class Sum(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.zeros(4))
+
+        def forward(self, x):
+            return x + self.w.sum()
+
+    x = torch.zeros(1)
+    prog = execute.Program(init={}, state={"w": torch.zeros(4)}, steps=[((x,), {})] * 4, grad=False, inference=True,
+                           fresh=frozenset({2}), updates={1: {"w": torch.ones(4)}, 3: {"w": torch.full((4,), 2.0)}})
+    ex = execute.run(Sum, True, prog, execute.Stage())
+    assert [float(o) for o in ex.outputs] == [0.0, 4.0, 4.0, 8.0]
+    assert not any(o.requires_grad for o in ex.outputs)  # inference: under torch.no_grad()
+
+
+SDPA_SPARSE_DV = """import math
+
+import torch
+
+
+class _Attn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, Q, K, V):
+        p = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), dim=-1)
+        ctx.save_for_backward(Q, K, V, p)
+        return p @ V
+
+    @staticmethod
+    def backward(ctx, g):
+        Q, K, V, p = ctx.saved_tensors
+        dp = g @ V.transpose(-2, -1)
+        ds = p * (dp - (dp * p).sum(-1, keepdim=True)) / math.sqrt(Q.shape[-1])
+        return ds @ K, ds.transpose(-2, -1) @ Q, (p.transpose(-2, -1) @ g).to_sparse()
+
+
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    if mask is not None:
+        raise NotImplementedError
+    return _Attn.apply(Q, K, V)
+"""
+
+
+def test_a_gradient_that_cannot_be_sent_is_named(grader, catalog, tmp_path):
+    path = tmp_path / "sdpa.py"
+    path.write_text(SDPA_SPARSE_DV)
+    report = grader.grade(catalog.get("sdpa"), path, seed=1)
+    sparse = [c for c in report.cases if c.verdict.value == "wrong_output"]
+    assert sparse and report.verdict.value in ("wrong_output", "not_implemented", "runtime_error"), report.message
+    assert all(c.message.startswith("the gradient of `V") and "sparse_coo" in c.message for c in sparse), sparse[0].message
+
+
+MHA_WRONG_SHAPE_WHEN_ALIASED = """import torch
+from torch import nn
+
+
+class MultiHeadAttention(nn.Module):
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.W_q, self.W_k, self.W_v, self.W_o = (nn.Linear(d_model, d_model) for _ in range(4))
+
+    def forward(self, Q, K, V):
+        if Q is K:
+            return Q[:, 1:]
+        raise RuntimeError("only self-attention here")
+"""
+
+
+def test_an_aliased_argument_is_described_by_the_contracts_names(grader, catalog, tmp_path):
+    path = tmp_path / "mha.py"
+    path.write_text(MHA_WRONG_SHAPE_WHEN_ALIASED)
+    report = grader.grade(catalog.get("mha"), path, seed=1)
+    case = next(c for c in report.cases if c.name == "self_attention")
+    assert case.verdict.value == "wrong_output", case.message
+    other = next(c for c in report.cases if c.name == "different_lengths")
+    assert "The call was given Q [2, 5, 32], K [2, 9, 32], V [2, 9, 32]" in other.message, other.message
+    shapes = next(c for c in report.cases if c.name == "same_shapes_other_values")
+    assert "V = the same tensor object as `K of call 1`" in shapes.message, shapes.message

@@ -116,6 +116,7 @@ class Program:
     sibling: dict | None = None  # constructor arguments of another instance built after each one called (never called)
     calling: Calling = field(default_factory=Calling)
     updates: dict = field(default_factory=dict)  # call -> {parameter name: new values} set in place just before it
+    inference: bool = False  # a forward-only case: the calls run under torch.no_grad(), as inference does
 
 
 @dataclass
@@ -325,6 +326,7 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
 
     modules: list[torch.nn.Module] = ex.modules
     siblings: list = []  # kept alive for the whole case, as a model keeps its layers
+    weights = dict(prog.state)  # the weights as they are now: a .fresh() instance after an update gets the new ones
 
     def build() -> torch.nn.Module:
         init_args, init_kwargs = prog.calling.construct({k: materialize(v) for k, v in (prog.init or {}).items()})
@@ -340,7 +342,7 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
             module.to(dtype)
         with torch.no_grad():
             params = dict(module.named_parameters())
-            for name, value in prog.state.items():
+            for name, value in weights.items():
                 params[name].copy_(value)
         module.train(prog.train)
         modules.append(module)
@@ -366,12 +368,13 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
                 for name, value in prog.updates[i].items():
                     if name in params and isinstance(value, torch.Tensor):
                         params[name].copy_(value)
+                        weights[name] = value
         stage.name = f"in call {i + 1}"
         a, kw = prog.calling.call(tuple(handing(resolve(x, i, j), i, j) for j, x in enumerate(args)),
                                   {k: handing(resolve(x, i, k), i, k) for k, x in kwargs.items()})
         # a case that grades no gradient calls as inference does, under torch.no_grad(): a path taken only when
         # autograd is off (a static cache written in place, a fused shortcut) is graded too
-        with (contextlib.nullcontext() if prog.grad else torch.no_grad()), guard() as g:
+        with (torch.no_grad() if prog.inference else contextlib.nullcontext()), guard() as g:
             before = getattr(g, "work", 0)
             ex.outputs.append(target(*a, **kw))
         ex.work.append(getattr(g, "work", 0) - before)

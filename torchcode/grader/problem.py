@@ -125,6 +125,7 @@ class Problem:
         same other arguments, new weights), forward only, or None when the case's shapes depend on the values."""
         variant = REPLAY if replay else ""
         c = self._make(cdef, seed, variant)
+        inference = not c.grad  # a forward-only case calls under torch.no_grad(); its replay as its first run did
         if replay:
             if caseapi.structure(c) != caseapi.structure(self._make(cdef, seed)):
                 return None
@@ -167,7 +168,7 @@ class Problem:
 
         def program(cast) -> execute.Program:
             prog = self.program(c, state, cast)
-            prog.layouts = layouts
+            prog.layouts, prog.inference = layouts, inference
             return prog
 
         ignore = {(i, path): m for i, s in enumerate(c.steps) for path, m in s.ignore.items()}
@@ -201,7 +202,7 @@ class Problem:
         header, msg = self.message(c, state, to_low)
         header.update({
             "op": "case",
-            "grad": c.grad, "train": c.train, "max_elements": c.max_intermediate, "dtype": dtype, "device": device,
+            "grad": c.grad, "inference": inference, "train": c.train, "max_elements": c.max_intermediate, "dtype": dtype, "device": device,
             "measured": any(v is not None for v in (c.max_intermediate, c.max_reduction, c.max_work_exponent)),
             "layouts": list(layouts),
             # the optional parameters given, by position in about half the cases (by keyword in the others), and the
@@ -430,10 +431,15 @@ def _leaf_labels(c: caseapi.Case, params: tuple[str, ...]) -> list[str]:
         suffix = f" (call {i + 1})" if len(c.steps) > 1 else ""
         return (key if isinstance(key, str) else params[key] if key < len(params) else f"argument {key + 1}") + suffix
 
-    for i, s in enumerate(c.steps):
-        for key, v in [*enumerate(s.args), *s.kwargs.items()]:
-            if isinstance(v, caseapi.Alias):
-                again.setdefault((v.step, v.arg), []).append(name_of(i, key))
+    points = {(i, key): (v.step, v.arg) for i, s in enumerate(c.steps)
+              for key, v in [*enumerate(s.args), *s.kwargs.items()] if isinstance(v, caseapi.Alias)}
+    for here in points:  # in order: an Alias of an Alias names the tensor first given
+        root = points[here]
+        for _ in range(len(points)):
+            if root not in points:
+                break
+            root = points[root]
+        again.setdefault(root, []).append(name_of(*here))
 
     def walk(v, name, key=None):
         if isinstance(v, torch.Tensor):

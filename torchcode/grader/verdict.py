@@ -39,6 +39,11 @@ def judge_case(pol: GradingPolicy, p: Prepared, reply: dict, tensors: list[torch
             res.verdict, res.message = Verdict.WRONG_ANSWER, _mutated_message(p, reply["error"])
             return res
         res = error_result(res, reply["error"])
+        which = reply["error"].get("input")
+        label = (p.leaf_labels[which] if isinstance(which, int) and which < len(p.leaf_labels)
+                 else reply["error"].get("parameter"))
+        if label and res.message.startswith("a gradient your code produced"):
+            res.message = f"the gradient of `{label}`" + res.message.removeprefix("a gradient your code produced")
         if res.verdict is Verdict.RUNTIME_ERROR and res.message and not res.message.endswith("."):
             res.message += "."
         if res.verdict is Verdict.RUNTIME_ERROR:
@@ -206,8 +211,8 @@ def _given(p: Prepared, stage: str) -> str:
     if found and 1 <= int(found.group(1)) <= len(p.case.steps):
         step = int(found.group(1)) - 1
         call = p.case.steps[step]
-        said = [_arg(p.params[j] if j < len(p.params) else f"argument {j + 1}", a) for j, a in enumerate(call.args)]
-        said += [_arg(k, v) for k, v in call.kwargs.items()]
+        said = [_arg(p.params[j] if j < len(p.params) else f"argument {j + 1}", a, p) for j, a in enumerate(call.args)]
+        said += [_arg(k, v, p) for k, v in call.kwargs.items()]
         who = f"Call {step + 1}" if len(p.case.steps) > 1 else "The call"
     elif "__init__" in stage and p.case.init:
         said, who = [_arg(k, v) for k, v in p.case.init.items()], "The constructor"
@@ -217,16 +222,20 @@ def _given(p: Prepared, stage: str) -> str:
     return f" {who} was given {', '.join(said)}." if said else ""
 
 
-def _arg(name: str, v) -> str:
+def _arg(name: str, v, p: Prepared | None = None) -> str:
     """One argument as the learner would name it: ``Q [2, 5, 8]``, ``mask [5, 7] bool``, ``n_rep=2``."""
     from torchcode.grader.cases import Alias, Config, Const, Prev, Refill
 
-    if isinstance(v, Alias):
-        return (f"{name} = the very tensor object given as "
-                f"{v.arg if isinstance(v.arg, str) else 'argument ' + str(v.arg + 1)} of call {v.step + 1}")
-    if isinstance(v, Refill):
-        return (f"{name} = the same tensor object as call {v.step + 1}'s "
-                f"{v.arg if isinstance(v.arg, str) else 'argument ' + str(v.arg + 1)}, given new values in place")
+    if isinstance(v, (Alias, Refill)):
+        params = p.params if p is not None else ()
+        other = (v.arg if isinstance(v.arg, str) else params[v.arg] if v.arg < len(params)
+                 else f"argument {v.arg + 1}")
+        steps = len(p.case.steps) if p is not None else 2
+        if steps > 1:
+            other = f"{other} of call {v.step + 1}"
+        if isinstance(v, Alias):
+            return f"{name} = the same tensor object as `{other}`"
+        return f"{name} = the same tensor object as `{other}`, given new values in place"
     if isinstance(v, Const):
         v = v.tensor
     if isinstance(v, torch.Tensor):
@@ -356,6 +365,11 @@ def clean_error(err) -> dict:
             raise protocol.ProtocolError("bad error report")
         out.update(during=err["during"], given=err["given"], where=where if small(where) else where[:100],
                    path=path, prev=prev)
+    if out["kind"] == "output":  # a gradient that cannot be graded: which one
+        if type(err.get("input")) is int and 0 <= err["input"] < 1 << 16:
+            out["input"] = err["input"]
+        elif isinstance(err.get("parameter"), str):
+            out["parameter"] = err["parameter"][:200]
     return out
 
 

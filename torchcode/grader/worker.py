@@ -673,6 +673,7 @@ class Worker:
             steps=[(tuple(decode(a, tensors) for a in s["args"]), {k: decode(v, tensors) for k, v in s["kwargs"].items()})
                    for s in h["steps"]],
             grad=bool(h.get("grad")),
+            inference=h.get("inference") is True,
             train=bool(h.get("train")),
             cotangents={(c["step"], tuple(c["path"])): decode(c["t"], tensors) for c in h.get("cotangents", [])},
             fresh=frozenset(i for i, s in enumerate(h["steps"]) if s.get("fresh") is True),
@@ -723,12 +724,18 @@ class Worker:
         changed = self._defaults_changed(ex)
         if changed and "kind" in changed:
             return {"error": changed, "seconds": seconds}
-        try:  # a gradient autograd took from the learner's backward as it was: sparse, or of a dtype we do not send
-            input_grads = {str(i): _encode_grad(g, msg) for i, g in ex.input_grads.items()}
-            param_grads = {n: _encode_grad(g, msg) for n, g in ex.param_grads.items()}
-        except Exception as e:  # noqa: BLE001 - a verdict on the gradient, never a dead worker
-            return {"error": {"kind": "output", "message": _UNSENDABLE_GRAD.format(e=_safe_text(e))},
-                    "seconds": seconds}
+        # a gradient autograd took from the learner's backward as it was: sparse, or one we cannot send. Checked on a
+        # scratch message first: the reply then carries only what it refers to
+        for where, grads in (("input", ex.input_grads), ("parameter", ex.param_grads)):
+            for key, g in grads.items():
+                try:
+                    _encode_grad(g, Message())
+                except Exception as e:  # noqa: BLE001 - a verdict on the gradient, never a dead worker
+                    return {"error": {"kind": "output", "message": _UNSENDABLE_GRAD.format(e=_safe_text(e)),
+                                      **({"input": key} if where == "input" else {"parameter": str(key)[:200]})},
+                            "seconds": seconds}
+        input_grads = {str(i): _encode_grad(g, msg) for i, g in ex.input_grads.items()}
+        param_grads = {n: _encode_grad(g, msg) for n, g in ex.param_grads.items()}
         return {
             **(changed or {}),
             "outputs": [self._encode(o, msg) for o in ex.outputs],
