@@ -2,7 +2,7 @@
 
 import torch
 
-from torchcode.grader.cases import Call, Case, Out, Same, baseline, benchmark, case
+from torchcode.grader.cases import Call, Case, Out, Refill, Same, baseline, benchmark, case
 
 # the names of the last dimensions of each output and input, for messages ("query positions 0, 1 are wrong")
 DIMS = {"output": ("position", "feature"), "Q": ("position", "feature"), "K": ("position", "feature"),
@@ -41,6 +41,15 @@ def odd_length(rng):
 @case(targets="a single token")
 def single_token(rng):
     return Case(steps=[Call(rng.randn(3, 1, 8), rng.randn(3, 1, 8), rng.randn(3, 1, 8))])
+
+
+@case(targets="a zero query and a zero key: an allowed score of exactly 0 is a score like any other (mask by "
+              "position, never by the score's value)")
+def zero_query_and_key(rng):
+    Q, K, V = (rng.randn(2, 7, 8) for _ in range(3))
+    Q[:, 3] = 0.0  # every score of position 3 is exactly 0: uniform weights over positions 0..3
+    K[:, 1] = 0.0  # key 1 scores exactly 0 for every query, and every query from position 1 on may see it
+    return Case(steps=[Call(Q, K, V)])
 
 
 @case(targets="large-magnitude scores: a stable softmax with -inf masking")
@@ -91,6 +100,15 @@ def long_sequence_positions(rng):
 @case(targets="a short sequence, then a longer one: nothing sized by the first call may be reused")
 def growing_length(rng):  # 16: longer than every other case, so a table sized by any earlier call is too small
     return Case(steps=[Call(*(rng.randn(2, 4, 8) for _ in range(3))), Call(*(rng.randn(2, 16, 8) for _ in range(3)))])
+
+
+@case(targets="one set of buffers reused by the caller: the same Q, K, V objects, refilled in place with new values, "
+              "need the new answer (nothing may be kept by the tensors' id() or data_ptr())")
+def buffers_refilled(rng):
+    shape = (2, 6, 8)
+    return Case(steps=[Call(*(rng.randn(*shape) for _ in range(3))),
+                       Call(*(Refill(0, j, rng.randn(*shape)) for j in range(3)))],
+                grad=False)  # Q, K, V are written into between the calls: a forward property
 
 
 @benchmark

@@ -17,10 +17,10 @@ OWN_CACHE = ("a call continued from a cache gave other outputs than one full for
              "on another layer with the same weights), and keep no history of earlier calls on self")
 
 
-def chunks_then_full(rng, d_model, heads, B, sizes):
+def chunks_then_full(rng, d_model, heads, B, sizes, x=None, weights=None):
     """Calls on consecutive chunks of one sequence (each reusing the previous cache), then one full call."""
     S = sum(sizes)
-    x = rng.randn(B, S, d_model)
+    x = rng.randn(B, S, d_model) if x is None else x
     steps, start = [], 0
     for i, n in enumerate(sizes):
         steps.append(Call(x[:, start:start + n], Prev(i - 1, 1) if i else None))
@@ -28,7 +28,7 @@ def chunks_then_full(rng, d_model, heads, B, sizes):
     steps.append(Call(x))
     last = len(sizes) - 1
     full = len(sizes)
-    return Case(init=dict(d_model=d_model, num_heads=heads), steps=steps, checks=[
+    return Case(init=dict(d_model=d_model, num_heads=heads), steps=steps, weights=weights, checks=[
         Same(Cat([Out(i, 0) for i in range(len(sizes))], dim=1), Out(full, 0), MATCH_FULL),
         Same(Out(last, 1, 0), Out(full, 1, 0), CACHE_FULL),
         Same(Out(last, 1, 1), Out(full, 1, 1), CACHE_FULL),
@@ -103,6 +103,34 @@ def own_score_below_float16_range(rng):
     return _own_score(rng, -1e5)
 
 
+@case(targets="zero tokens (with zero query/key biases): a visible score of exactly 0 is a score like any other "
+              "(mask by position, never by the score's value), in the cache and in a new chunk")
+def zero_query_and_key(rng):
+    d = 16
+    x = rng.randn(2, 8, d)
+    x[:, 1] = 0.0  # token 1's key is 0 (no bias): every later token scores exactly 0 on it, from the cache
+    x[:, 5] = 0.0  # token 5 (in the second chunk) scores exactly 0 on every key it sees
+    z = torch.zeros(d)
+    return chunks_then_full(rng, d, 2, B=2, sizes=[3, 4, 1], x=x,
+                            weights={"W_q.bias": z, "W_k.bias": z})  # zero input -> zero query and key
+
+
+@case(targets="a cache past 256 tokens, then new tokens at positions 250..261: positions must be counted exactly; "
+              "bfloat16 holds whole numbers exactly only up to 256 (257 rounds to 256, so a token would see the next "
+              "one): build positions with an integer torch.arange, not in the inputs' dtype",
+      dtypes=("bfloat16",))  # float32 and float16 count exactly that far: only bfloat16 can show it
+def long_cache_positions(rng):
+    d, past, S, t = 4, 250, 262, 256
+    x = rng.randn(1, S, d)
+    u = rng.randn(d)
+    u = u / u.norm()
+    x[0, t], x[0, t + 1] = 4 * u, 8 * u  # W_q = W_k = I: token 256's score on token 257 is 32 / 2 = 16, if it saw it
+    eye, z = torch.eye(d), torch.zeros(d)
+    steps = [Call(x[:, :past]), Call(x[:, past:], Prev(0, 1))]
+    return Case(init=dict(d_model=d, num_heads=1), steps=steps, grad=False,  # forward only: the mask is what it tests
+                weights={"W_q.weight": eye, "W_q.bias": z, "W_k.weight": eye, "W_k.bias": z})
+
+
 @case(targets="two continuations branched from one prefix cache: each attends over the cache it is handed")
 def branch_from_prefix(rng):
     prefix, a, b = rng.randn(2, 4, 32), rng.randn(2, 3, 32), rng.randn(2, 2, 32)
@@ -112,6 +140,18 @@ def branch_from_prefix(rng):
         Same(Cat([Out(0, 0), Out(1, 0)], dim=1), Out(3, 0), OWN_CACHE),
         Same(Cat([Out(0, 0), Out(2, 0)], dim=1), Out(4, 0), OWN_CACHE),
         Same(Out(2, 1, 0), Out(4, 1, 0), CACHE_FULL),
+    ])
+
+
+@case(targets="generation as inference runs it (torch.no_grad()): two continuations branched from one prefix cache, "
+              "each over the cache it is handed; a cache buffer written in place only when autograd is off shows here")
+def branch_from_prefix_inference(rng):
+    prefix, a, b = rng.randn(1, 5, 16), rng.randn(1, 2, 16), rng.randn(1, 3, 16)
+    steps = [Call(prefix), Call(a, Prev(0, 1)), Call(b, Prev(0, 1)),
+             Call(torch.cat([prefix, a], dim=1)), Call(torch.cat([prefix, b], dim=1))]
+    return Case(init=dict(d_model=16, num_heads=2), steps=steps, grad=False, checks=[
+        Same(Cat([Out(0, 0), Out(1, 0)], dim=1), Out(3, 0), OWN_CACHE),
+        Same(Cat([Out(0, 0), Out(2, 0)], dim=1), Out(4, 0), OWN_CACHE),
     ])
 
 
@@ -134,3 +174,12 @@ def continue_on_new_layer(rng):
         Same(Cat([Out(0, 0), Out(1, 0), Out(2, 0)], dim=1), Out(3, 0), OWN_CACHE),
         Same(Out(2, 1, 0), Out(3, 1, 0), CACHE_FULL),
     ])
+
+
+@case(targets="the caller changes the weights in place between two calls (an optimizer step): the second call uses "
+              "the new ones, nothing computed from the old weights may be kept on self")
+def weights_updated_between_calls(rng):
+    x = rng.randn(2, 4, 16)
+    new = {f"{w}.weight": rng.randn(16, 16, scale=0.25) for w in ("W_q", "W_k", "W_v", "W_o")}
+    return Case(init=dict(d_model=16, num_heads=2), steps=[Call(x), Call(x).updated(new)],
+                grad=False)  # a training step runs backward before it changes the weights: a forward property

@@ -43,11 +43,11 @@ def future_check(rng, cfg, hd, B, S, t):
                 checks=[Same(Out(1, 0)[:, : t + 1], Out(0, 0)[:, : t + 1], FUTURE)])
 
 
-def chunks_then_full(rng, cfg, hd, B, sizes, tables=None, train=False):
+def chunks_then_full(rng, cfg, hd, B, sizes, tables=None, train=False, x=None):
     """Consecutive chunks of one sequence, each continuing the previous past_kv, then one full forward."""
     S = sum(sizes)
     cos, sin = tables or rope_tables(S, hd)
-    x = rng.randn(B, S, cfg.fields["hidden_size"])
+    x = rng.randn(B, S, cfg.fields["hidden_size"]) if x is None else x
     steps, start = [], 0
     for i, n in enumerate(sizes):
         steps.append(Call(x[:, start:start + n], pe(cos, sin, start, start + n),
@@ -102,6 +102,34 @@ def padded_prompt_then_decode(rng, cfg, hd, lengths, S):
     because = ("changing only padding tokens changed the output of a generated token: keys where attention_mask is 0 "
                "must never be attended, also when they sit in the cache")
     return Case(init=dict(config=cfg), steps=steps, checks=[Same(Out(3, 0), Out(1, 0), because)])
+
+
+@case(targets="zero tokens on the flash path: a zero token has a zero query and key (no biases; RoPE keeps 0 at "
+              "0), and a visible score of exactly 0 is a score like any other (mask by position, never by the "
+              "score's value)")
+def zero_query_and_key_flash(rng):
+    x = rng.randn(2, 8, 32)
+    x[:, 1] = 0.0  # token 1's key is 0: every later token scores exactly 0 on it, from the cache
+    x[:, 5] = 0.0  # token 5 (in the second chunk) scores exactly 0 on every key it sees
+    return chunks_then_full(rng, config(hidden=32, heads=4, kv=2, flash=True), 8, B=2, sizes=[3, 4, 1], x=x)
+
+
+@case(targets="a past_key_value past 256 tokens, then new tokens at positions 250..261: positions must be counted "
+              "exactly; bfloat16 holds whole numbers exactly only up to 256 (257 rounds to 256, so a token would see "
+              "the next one): build positions with an integer torch.arange, not in the activations' dtype",
+      dtypes=("bfloat16",))  # float32 and float16 count exactly that far: only bfloat16 can show it
+def long_cache_positions(rng):
+    H, past, S, t = 4, 250, 262, 256
+    x = rng.randn(1, S, H)
+    u = rng.randn(H)
+    u = u / u.norm()
+    x[0, t], x[0, t + 1] = 4 * u, 8 * u  # q_proj = k_proj = I: token 256's score on token 257 is 32 / 2 = 16, if seen
+    tables = torch.ones(S, H), torch.zeros(S, H)  # cos 1, sin 0: no rotation, so that score stays 16
+    eye = torch.eye(H)
+    steps = [Call(x[:, :past], pe(*tables, 0, past), use_cache=True),
+             Call(x[:, past:], pe(*tables, past, S), past_key_value=Prev(0, 1), use_cache=True)]
+    return Case(init=dict(config=config(hidden=H, heads=1, kv=1)), steps=steps, grad=False,  # forward only
+                weights={"q_proj.weight": eye, "k_proj.weight": eye})
 
 
 @case(targets="right-padded prompts, then decoding: padded keys in the cache are never attended")
@@ -206,17 +234,22 @@ def dropout_in_training_flash(rng):
     return dropout_in_training(rng, flash=True)
 
 
-KEEPS_EXPECTATION = ("in training mode with dropout 0.5, the average over many draws is not what eval mode gives: "
-                     "dropout must keep each output's expectation. Scale what it keeps by 1 / (1 - p) (nn.Dropout and "
-                     "dropout_p= do), and drop attention weights after the softmax (or the layer's output)")
+KEEPS_EXPECTATION = ("in training mode with dropout {p}, the average over many draws is not what eval mode gives: "
+                     "dropout must keep each output's expectation. Keep each weight with probability 1 - p and scale "
+                     "what it keeps by 1 / (1 - p) (nn.Dropout and dropout_p= do), and drop attention weights after "
+                     "the softmax (or the layer's output)")
 
 
-def dropout_expectation(rng, flash):
+def dropout_expectation(rng, flash, p=0.5):
     """1024 copies of one sequence in training mode. With q_proj = 0 every query weighs its visible keys equally, and
     with v_proj = o_proj = I the eval output at position t is the mean of x over positions 0..t: the mean of the
-    copies' outputs must be that (its least-squares scale on it within 0.1 of 1: a correct kernel's spreads by 0.010,
-    measured over 3000 draws, so 0.1 is 9.6 of those; a missing 1 / (1 - p) gives 0.5). All scores are 0 here, so
-    dropout on the scores before the softmax changes nothing here (dropout_on_weights catches that)."""
+    copies' outputs must be that (its least-squares scale on it within 0.1 of 1: at p = 0.5 a correct kernel's spreads
+    by 0.010, measured over 3000 draws, so 0.1 is 9.6 of those; a missing 1 / (1 - p) gives 0.5). At p = 0.2 the
+    spread is half that (a kept weight's variance p / (1 - p) is 1/4 of p = 0.5's): 0.0049 over 3000 draws in each
+    of float32, bfloat16 and float16 (the largest deviation 0.021), so 0.1 is 20 of those; a missing 1 / (1 - p)
+    gives 0.8, and keeping with probability p instead of 1 - p gives p / (1 - p) = 0.25 (at p = 0.5, p and 1 - p are
+    the same keep probability: only another p tells them apart). All scores are 0 here, so dropout on the scores
+    before the softmax changes nothing here (dropout_on_weights catches that)."""
     N, S, H = 1024, 5, 32
     cos, sin = rope_tables(S, H // 4)
     seq = rng.randn(1, S, H)
@@ -229,10 +262,10 @@ def dropout_expectation(rng, flash):
 
     everything = torch.ones(1, 1, 1, dtype=torch.bool)  # random values: judged by their mean alone
     one = Fn(lambda a: torch.ones((), dtype=a.dtype), Out(0, 0))
-    return Case(init=dict(config=config(hidden=H, heads=4, kv=4, flash=flash, dropout=0.5)), train=True, grad=False,
+    return Case(init=dict(config=config(hidden=H, heads=4, kv=4, flash=flash, dropout=p)), train=True, grad=False,
                 weights={"q_proj.weight": torch.zeros(H, H), "v_proj.weight": eye, "o_proj.weight": eye},
                 steps=[Call(seq.expand(N, S, H).clone(), pe(cos, sin, 0, S)).ungraded(everything, 0)],
-                checks=[Same(Fn(kept, Out(0, 0)), one, KEEPS_EXPECTATION)])
+                checks=[Same(Fn(kept, Out(0, 0)), one, KEEPS_EXPECTATION.format(p=p))])
 
 
 @case(targets="training mode, dropout 0.5, slow path: dropout keeps the expectation (the mean of 1024 draws is eval "
@@ -244,6 +277,12 @@ def dropout_keeps_expectation(rng):
 @case(targets="training mode, dropout 0.5, fast path: dropout keeps the expectation")
 def dropout_keeps_expectation_flash(rng):
     return dropout_expectation(rng, flash=True)
+
+
+@case(targets="training mode, dropout 0.2, slow path: dropout keeps each weight with probability 1 - p (not p) and "
+              "keeps the expectation")
+def dropout_keeps_expectation_p02(rng):
+    return dropout_expectation(rng, flash=False, p=0.2)
 
 
 ON_WEIGHTS = ("in training mode with dropout 0.5, a token whose one large score gives it all the weight still "

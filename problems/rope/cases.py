@@ -2,7 +2,7 @@
 
 import torch
 
-from torchcode.grader.cases import Call, Case, Fn, Out, Same, case
+from torchcode.grader.cases import Call, Case, Fn, Out, Refill, Same, case
 
 # the names of the last dimensions of each output and input, for messages ("query positions 0, 1 are wrong")
 DIMS = {"output": ("position", "feature"), "q": ("position", "feature"), "k": ("position", "feature")}
@@ -13,11 +13,13 @@ def basic(rng):
     return Case(steps=[Call(rng.randn(2, 8, 16), rng.randn(2, 8, 16))])
 
 
-@case(targets="the base argument is honoured")
+@case(targets="the base argument is honoured, a fractional one too")
 def custom_base(rng):
-    # 500 and MiniMind's 1e6 (a large whole-number base is still not the default 10000)
+    # 500, MiniMind's 1e6 (a large whole-number base is still not the default 10000), and a fractional 2.5 (a base
+    # is a float: int(2.5) = 2 turns pair 1's 0.795 rad per position into 0.841, 0.23 rad apart at position 5)
     return Case(steps=[Call(rng.randn(2, 6, 8), rng.randn(2, 6, 8), base=500.0),
-                       Call(rng.randn(2, 6, 8), rng.randn(2, 6, 8), base=1e6)])
+                       Call(rng.randn(2, 6, 8), rng.randn(2, 6, 8), base=1e6),
+                       Call(rng.randn(2, 6, 8), rng.randn(2, 6, 8), base=2.5)])
 
 
 @case(targets="the same shapes with other bases in one run: nothing computed for one base may serve another")
@@ -54,3 +56,12 @@ def single_token(rng):
 @case(targets="D = 2, one pair")
 def one_pair(rng):
     return Case(steps=[Call(rng.randn(2, 5, 2), rng.randn(2, 5, 2), 100.0)])
+
+
+@case(targets="one set of buffers reused by the caller: the same q and k objects, refilled in place with new values, "
+              "need the new answer (nothing may be kept by the tensors' id() or data_ptr())")
+def buffers_refilled(rng):
+    shape = (2, 5, 8)
+    return Case(steps=[Call(rng.randn(*shape), rng.randn(*shape)),
+                       Call(Refill(0, 0, rng.randn(*shape)), Refill(0, 1, rng.randn(*shape)))],
+                grad=False)  # q and k are written into between the calls: a forward property

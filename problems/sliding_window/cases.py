@@ -1,6 +1,6 @@
 """Hidden cases for sliding_window."""
 
-from torchcode.grader.cases import Call, Case, Out, Same, case
+from torchcode.grader.cases import Call, Case, Out, Refill, Same, case
 
 # the names of the last dimensions of each output and input, for messages ("query positions 0, 1 are wrong")
 DIMS = {"output": ("position", "feature"), "Q": ("position", "feature"), "K": ("position", "feature"),
@@ -53,6 +53,15 @@ def windows_share_length(rng):
     return Case(steps=[Call(*qkv(rng, 2, 8, 8), w) for w in (1, 3, 0, 20, 6, 4, 1)])
 
 
+@case(targets="a zero query and a zero key: an in-window score of exactly 0 is a score like any other (mask by "
+              "distance, never by the score's value)")
+def zero_query_and_key(rng):
+    Q, K, V = qkv(rng, 2, 9, 8)
+    Q[:, 4] = 0.0  # every score of position 4 is exactly 0: uniform weights over its window, positions 2..6
+    K[:, 3] = 0.0  # key 3 scores exactly 0 for every query, and positions 1..5 may see it
+    return Case(steps=[Call(Q, K, V, 2)])
+
+
 @case(targets="large-magnitude scores: a stable softmax")
 def large_scores(rng):
     return Case(steps=[Call(*qkv(rng, 2, 9, 16, scale=25.0), 3)], grad=False)  # forward stability only
@@ -93,3 +102,12 @@ def window_scores_below_float16_range(rng):
     Q[:, 0] = 2 * u
     K[:, 0], K[:, 1] = -1e5 * u, -1.1e5 * u  # query 0's window (keys 0, 1): scores -100000 and -110000
     return Case(steps=[Call(Q, K, V, 1)], grad=False)
+
+
+@case(targets="one set of buffers reused by the caller: the same Q, K, V objects, refilled in place with new values, "
+              "need the new answer (nothing may be kept by the tensors' id() or data_ptr())")
+def buffers_refilled(rng):
+    shape = (2, 7, 8)
+    return Case(steps=[Call(*(rng.randn(*shape) for _ in range(3)), 2),
+                       Call(*(Refill(0, j, rng.randn(*shape)) for j in range(3)), 2)],
+                grad=False)  # Q, K, V are written into between the calls: a forward property
