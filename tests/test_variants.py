@@ -114,4 +114,4 @@ def test_dropout_without_its_rescale_is_told_to_keep_the_expectation(grader):
                           only=["dropout_keeps_expectation", "dropout_in_training_slow"])
     verdicts = {c.name: c.verdict.value for c in report.cases}
     assert verdicts == {"dropout_keeps_expectation": "wrong_answer", "dropout_in_training_slow": "accepted"}, verdicts
-    assert "Scale what it keeps by 1 / (1 - p)" in report.message and "differ by" not in report.message, report.message
+    assert "scale what it keeps by 1 / (1 - p)" in report.message and "differ by" not in report.message, report.message
