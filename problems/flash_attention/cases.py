@@ -120,6 +120,39 @@ def all_scores_below_float16_range(rng):  # float16 cannot hold such scores
     return tiled([Q, K, rng.randn(B, S, D)], block_size=8, grad=False)  # forward stability only
 
 
+LOW = ("in bfloat16 and float16, keep the running max, sum and accumulator in float32 (as FlashAttention's kernels "
+       "do) and cast the output back at the end. Kept in the inputs' dtype, a running sum near 1 stops growing once a "
+       "tile adds less than half its rounding step (1/256 in bfloat16): over many small tiles that lost weight shows")
+
+
+def small_tiles(rng, gap):
+    """64 tiles of 4 keys: key 0 scores ``gap`` above the other keys, whose values point the other way.
+
+    After the first tile each later tile adds ~4 exp(-gap) to a running sum near 1: kept in the inputs' dtype, that is
+    under half a rounding step and is lost tile after tile, and the output stays near V[0]."""
+    B, S, D = 1, 256, 64
+    u = rng.randn(B, 1, D).sign() / D ** 0.5  # a unit direction spread over every feature: every query along u
+    Q = D ** 0.5 * u * (1.0 + 0.02 * rng.randn(B, S, 1))  # a score is then ~ (k . u)
+    noise = 0.3 * rng.randn(B, S, D)
+    K = noise - (noise * u).sum(-1, keepdim=True) * u + (0.2 * rng.randn(B, S, 1) - gap / 2) * u
+    K[:, 0] += gap * u[:, 0]  # key 0 scores ~gap / 2, every other key ~ -gap / 2
+    w = rng.randn(B, 1, D)
+    V = -w + 0.3 * rng.randn(B, S, D)
+    V[:, 0] = 2 * w[:, 0]  # what the dominant key brings against what all the others bring
+    return tiled([Q, K, V], block_size=4, grad=False)  # a forward property
+
+
+@case(targets="bfloat16, many small tiles after one dominant key: " + LOW, dtypes=("bfloat16",))
+def many_small_tiles_bfloat16(rng):
+    return small_tiles(rng, gap=7.2)  # each later tile adds ~0.003 to a sum near 1: under bfloat16's half step 0.0039
+
+
+@case(targets="float16, many small tiles after one dominant key: " + LOW.replace("1/256 in bfloat16", "1/2048 in float16"),
+      dtypes=("float16",))
+def many_small_tiles_float16(rng):
+    return small_tiles(rng, gap=9.5)  # each later tile adds ~0.0003 to a sum near 1: under float16's half step 0.0005
+
+
 @case(targets="block_size = 1")
 def block_of_one(rng):
     return flash(rng, 1, 9, 4, block_size=1)

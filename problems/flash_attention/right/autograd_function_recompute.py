@@ -1,7 +1,7 @@
 # expect: accepted
 # alternative: FlashAttention-2's algorithm as a torch.autograd.Function: the forward keeps only the output and each
 # row's log-sum-exp; the backward recomputes every tile's probabilities from them (dV = P^T dO, dS = P (dP - D)).
-# As in FlashAttention-2, the per-row statistics (log-sum-exp, D = rowsum(dO * O)) are kept in float32: one number
+# As in FlashAttention-2, the running statistics and the per-row ones (log-sum-exp, D = rowsum(dO * O)) are kept in float32: one number
 # shared by a whole row, rounded to bfloat16, skews that row's gradient one way (the lean rule sees it)
 import math
 
@@ -17,18 +17,18 @@ class _Flash(torch.autograd.Function):
         lse = torch.empty(B, S, 1, dtype=torch.float32, device=Q.device)  # each row's log-sum-exp, in float32
         for qs in range(0, S, block_size):
             q = Q[:, qs:qs + block_size] * scale
-            m = torch.full((B, q.shape[1], 1), float("-inf"), dtype=Q.dtype, device=Q.device)
-            l = torch.zeros(B, q.shape[1], 1, dtype=Q.dtype, device=Q.device)
-            acc = torch.zeros(B, q.shape[1], V.shape[-1], dtype=Q.dtype, device=Q.device)
+            m = torch.full((B, q.shape[1], 1), float("-inf"), dtype=torch.float32, device=Q.device)
+            l = torch.zeros(B, q.shape[1], 1, dtype=torch.float32, device=Q.device)
+            acc = torch.zeros(B, q.shape[1], V.shape[-1], dtype=torch.float32, device=Q.device)
             for ks in range(0, S, block_size):
-                s = q @ K[:, ks:ks + block_size].transpose(1, 2)
+                s = (q @ K[:, ks:ks + block_size].transpose(1, 2)).float()
                 m_new = torch.maximum(m, s.amax(-1, keepdim=True))
                 p, alpha = torch.exp(s - m_new), torch.exp(m - m_new)
                 l = alpha * l + p.sum(-1, keepdim=True)
-                acc = alpha * acc + p @ V[:, ks:ks + block_size]
+                acc = alpha * acc + p @ V[:, ks:ks + block_size].float()
                 m = m_new
-            out[:, qs:qs + block_size] = acc / l
-            lse[:, qs:qs + block_size] = m.float() + torch.log(l.float())
+            out[:, qs:qs + block_size] = (acc / l).to(Q.dtype)
+            lse[:, qs:qs + block_size] = m + torch.log(l)
         ctx.save_for_backward(Q, K, V, out, lse)
         ctx.block_size, ctx.scale = block_size, scale
         return out
