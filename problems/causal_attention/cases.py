@@ -84,7 +84,8 @@ def own_score_below_float16_range(rng):
 @case(targets="a long sequence (300 tokens): positions must be counted exactly; bfloat16 holds whole numbers exactly "
               "only up to 256 (257 rounds to 256, so a token would see the next one): build positions with an "
               "integer torch.arange, not in the inputs' dtype",
-      dtypes=("bfloat16",))  # float32 and float16 count exactly that far: only bfloat16 can show it
+      dtypes=("float32", "bfloat16"))  # float16 counts exactly that far; float32 (the CPU default) shows positions kept
+      # in a narrow integer type (int8 wraps past 127, uint8 past 255)
 def long_sequence_positions(rng):
     B, S, D, t = 1, 300, 4, 256
     Q, K, V = (rng.randn(B, S, D) for _ in range(3))

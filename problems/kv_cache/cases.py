@@ -118,7 +118,8 @@ def zero_query_and_key(rng):
 @case(targets="a cache past 256 tokens, then new tokens at positions 250..261: positions must be counted exactly; "
               "bfloat16 holds whole numbers exactly only up to 256 (257 rounds to 256, so a token would see the next "
               "one): build positions with an integer torch.arange, not in the inputs' dtype",
-      dtypes=("bfloat16",))  # float32 and float16 count exactly that far: only bfloat16 can show it
+      dtypes=("float32", "bfloat16"))  # float16 counts exactly that far; float32 (the CPU default) shows positions kept
+      # in a narrow integer type (int8 wraps past 127, uint8 past 255)
 def long_cache_positions(rng):
     d, past, S, t = 4, 250, 262, 256
     x = rng.randn(1, S, d)
