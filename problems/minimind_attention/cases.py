@@ -83,24 +83,26 @@ def chunked_prefill_flash(rng):
     return chunks_then_full(rng, config(hidden=48, heads=6, kv=3, flash=True), 8, B=1, sizes=[3, 4, 2])
 
 
-def padded_prompt_then_decode(rng, cfg, hd, lengths, S):
-    """Right-padded prompts, then one generated token per sequence; the pads must stay invisible."""
-    B, hidden = len(lengths), cfg.fields["hidden_size"]
-    cos, sin = rope_tables(S + 1, hd)
+def padded_prompt_then_decode(rng, cfg, hd, lengths, S, new_tokens=1):
+    """Right-padded prompts, then ``new_tokens`` more tokens per sequence; the pads must stay invisible."""
+    B, hidden, n = len(lengths), cfg.fields["hidden_size"], new_tokens
+    cos, sin = rope_tables(S + n, hd)
     mask = torch.zeros(B, S, dtype=torch.long)
-    for b, n in enumerate(lengths):
-        mask[b, :n] = 1
+    for b, length in enumerate(lengths):
+        mask[b, :length] = 1
     padded = (mask == 0)[:, :, None]  # (B, S, 1): outputs at padded positions are not graded
-    grown = torch.cat([mask, torch.ones(B, 1, dtype=torch.long)], dim=1)  # the new token is real
-    x, new = rng.randn(B, S, hidden), rng.randn(B, 1, hidden)
+    grown = torch.cat([mask, torch.ones(B, n, dtype=torch.long)], dim=1)  # the new tokens are real
+    x, new = rng.randn(B, S, hidden), rng.randn(B, n, hidden)
     x2 = torch.where(padded, rng.randn(B, S, hidden), x)  # same real tokens, other padding
     steps = []
     for prompt in (x, x2):
         first = len(steps)
         steps += [Call(prompt, pe(cos, sin, 0, S), use_cache=True, attention_mask=mask).ungraded(padded, 0),
-                  Call(new, pe(cos, sin, S, S + 1), past_key_value=Prev(first, 1), use_cache=True, attention_mask=grown)]
+                  Call(new, pe(cos, sin, S, S + n), past_key_value=Prev(first, 1), use_cache=True, attention_mask=grown)]
     because = ("changing only padding tokens changed the output of a generated token: keys where attention_mask is 0 "
-               "must never be attended, also when they sit in the cache")
+               "must never be attended, also when they sit in the cache" + (
+                   " and several new tokens come at once (the causal mask alone does not hide padding in the cache)"
+                   if n > 1 else ""))
     return Case(init=dict(config=cfg), steps=steps, checks=[Same(Out(3, 0), Out(1, 0), because)])
 
 
@@ -117,7 +119,8 @@ def zero_query_and_key_flash(rng):
 @case(targets="a past_key_value past 256 tokens, then new tokens at positions 250..261: positions must be counted "
               "exactly; bfloat16 holds whole numbers exactly only up to 256 (257 rounds to 256, so a token would see "
               "the next one): build positions with an integer torch.arange, not in the activations' dtype",
-      dtypes=("bfloat16",))  # float32 and float16 count exactly that far: only bfloat16 can show it
+      dtypes=("float32", "bfloat16"))  # float16 counts exactly that far; float32 (the CPU default) shows positions kept
+      # in a narrow integer type (int8 wraps past 127, uint8 past 255)
 def long_cache_positions(rng):
     H, past, S, t = 4, 250, 262, 256
     x = rng.randn(1, S, H)
@@ -140,6 +143,30 @@ def right_padding(rng):
 @case(targets="right padding on the flash path, one KV head")
 def padding_flash(rng):
     return padded_prompt_then_decode(rng, config(hidden=32, heads=4, kv=1, flash=True), 8, lengths=[3, 5], S=5)
+
+
+@case(targets="right-padded prompts, then a chunk of 3 tokens at once: padding in the cache stays invisible to every "
+              "new token (the causal mask alone does not hide it)")
+def padded_prompt_then_chunk(rng):
+    return padded_prompt_then_decode(rng, config(flash=False), 8, lengths=[6, 3], S=6, new_tokens=3)
+
+
+@case(targets="right padding on the flash path, then a chunk of 3 tokens at once")
+def padded_prompt_then_chunk_flash(rng):
+    return padded_prompt_then_decode(rng, config(hidden=32, heads=4, kv=2, flash=True), 8, lengths=[2, 5], S=5,
+                                     new_tokens=3)
+
+
+@case(targets="flash path: a chunk of 3 tokens reads past_key_value with use_cache=False (the cache is read whatever "
+              "use_cache says; a causal mask aligned at the top-left corner hides most of the cache)")
+def past_without_use_cache_flash(rng):
+    cos, sin = rope_tables(8, 8)
+    x = rng.randn(2, 8, 48)
+    steps = [Call(x[:, :5], pe(cos, sin, 0, 5), use_cache=True),
+             Call(x[:, 5:], pe(cos, sin, 5, 8), past_key_value=Prev(0, 1), use_cache=False),
+             Call(x, pe(cos, sin, 0, 8))]
+    return Case(init=dict(config=config(hidden=48, heads=6, kv=3, flash=True)), steps=steps,
+                checks=[Same(Out(1, 0), Out(2, 0)[:, 5:], MATCH_FULL)])
 
 
 OWN_PAST = ("a continuation from past_key_value gave other outputs than one full forward over those tokens: attend "
