@@ -551,3 +551,61 @@ def test_an_aliased_argument_is_described_by_the_contracts_names(grader, catalog
     assert "The call was given Q [2, 5, 32], K [2, 9, 32], V [2, 9, 32]" in other.message, other.message
     shapes = next(c for c in report.cases if c.name == "same_shapes_other_values")
     assert "V = the same tensor object as `K of call 1`" in shapes.message, shapes.message
+
+
+def test_temporary_inputs_are_freed_and_their_addresses_reused():
+    """Call(...).temporary_inputs(): the caller frees a call's tensors once it returns, and the next call's new tensors
+    take the freed addresses, as in a decoding loop that builds each step's tensors afresh (so a result kept by
+    id() and ._version goes stale). Without it every input stays alive for the whole case."""
+    import weakref
+
+    import torch
+
+    from torchcode.grader import execute
+
+    seen: list[tuple[int, int]] = []
+    alive: list[weakref.ref] = []
+
+    def entry(x_q, x_kv):
+        seen.append((id(x_q), id(x_kv)))
+        alive.append(weakref.ref(x_kv))
+        return x_q * 1
+
+    def run(temporary):
+        seen.clear(), alive.clear()
+        steps = [((torch.randn(2, 1, 8), torch.randn(2, 5, 8)), {}) for _ in range(5)]
+        prog = execute.Program(init=None, state={}, steps=steps, grad=False, inference=True, temporary=temporary)
+        execute.run(entry, False, prog, execute.Stage())
+        return [seen[i][1] == seen[i - 1][1] for i in range(1, 5)], [r() is None for r in alive]
+
+    same_kv, freed = run(frozenset(range(5)))
+    assert all(freed[:-1]) and sum(same_kv[1:]) >= 2, (same_kv, freed)  # the first step may warm the allocator
+    same_kv, freed = run(frozenset())
+    assert not any(same_kv) and not any(freed)  # kept alive: every call gets a new address
+
+
+def test_a_memo_by_id_and_version_fails_where_inputs_are_temporary(grader, catalog):
+    gqa = catalog.get("gqa")
+    report = grader.grade(gqa, gqa.folder / "wrong" / "memo_by_id_and_version.py", seed=2)
+    assert {c.name for c in report.cases if not c.passed} == {"inputs_freed_between_calls"}, report.message
+
+
+def test_temporary_inputs_are_for_forward_only_cases_and_cannot_be_named_later(catalog):
+    from torchcode.errors import SpecError
+    from torchcode.grader.cases import Alias, Call, Case, CaseDef
+    from torchcode.grader.problem import Problem
+
+    mha = Problem(catalog.get("mha"))
+    x = lambda rng: rng.randn(1, 3, 8)  # noqa: E731
+    for name, build, words in (
+            ("with_grad", lambda rng: Case(init=dict(d_model=8, num_heads=2), steps=[
+                Call(x(rng), x(rng), x(rng)).temporary_inputs()]), "grad=False"),
+            ("named_later", lambda rng: Case(init=dict(d_model=8, num_heads=2), grad=False, steps=[
+                Call(x(rng), x(rng), x(rng)).temporary_inputs(), Call(x(rng), Alias(0, 1), x(rng))]),
+             "call 2 names an argument of call 1")):
+        with pytest.raises(SpecError) as e:
+            mha.build(CaseDef(name, "", build), seed=3)
+        assert f"case '{name}'" in str(e.value) and words in str(e.value), str(e.value)
+    same_call = lambda rng: Case(init=dict(d_model=8, num_heads=2), grad=False, steps=[  # noqa: E731
+        Call(x(rng), x(rng), Alias(0, 1)).temporary_inputs()])
+    mha.build(CaseDef("same_call", "", same_call), seed=3)  # an Alias within the call itself is fine

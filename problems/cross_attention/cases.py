@@ -109,6 +109,13 @@ def weights_sum_to_one(rng):
                 checks=[Same(Out(0), Fn(lambda o: b.to(o.dtype).expand_as(o), Out(0)), ONE)])
 
 
+@case(targets="a decoding loop under torch.no_grad() that builds every tensor afresh and frees it after each step: "
+              "a new memory may get a freed one's id() (and ._version 0 again), so nothing may be kept by id()")
+def memories_freed_between_steps(rng):
+    steps = [Call(rng.randn(2, 1, 32), rng.randn(2, 6, 32)).temporary_inputs() for _ in range(4)]
+    return Case(init=dict(d_model=32, num_heads=4), steps=steps, grad=False)  # inference: forward only
+
+
 @case(targets="decoding steps over one memory tensor: the same x_kv object again (keys and values may be reused), "
               "then refilled in place with a new memory, then the weights changed in place (an optimizer step): "
               "keys and values kept by the memory's id() or computed with old weights are stale")

@@ -76,6 +76,13 @@ def buffer_refilled(rng):
                 grad=False)  # x is written into between the calls: a forward property
 
 
+@case(targets="an inference loop under torch.no_grad() that builds each input afresh and frees it after the call: a "
+              "new x may get a freed one's id() (and ._version 0 again), so nothing may be kept by id()")
+def inputs_freed_between_calls(rng):
+    steps = [Call(rng.randn(2, 6, 32)).temporary_inputs() for _ in range(4)]
+    return Case(init=dict(d_model=32, num_heads=4, num_kv_heads=2), steps=steps, grad=False)  # inference
+
+
 @case(targets="the caller changes the weights in place between two calls (an optimizer step): the second call uses "
               "the new ones, nothing computed from the old weights may be kept on self")
 def weights_updated_between_calls(rng):

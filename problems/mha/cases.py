@@ -107,6 +107,14 @@ def weights_sum_to_one(rng):
                 checks=[Same(Out(0), Fn(lambda o: b.to(o.dtype).expand_as(o), Out(0)), ONE)])
 
 
+@case(targets="an inference loop under torch.no_grad() that builds each query and memory afresh and frees them "
+              "after the call (layer(q, mem, mem)): a new tensor may get a freed one's id() (and ._version 0 again), "
+              "so nothing may be kept by id()")
+def inputs_freed_between_calls(rng):
+    steps = [Call(rng.randn(2, 3, 32), rng.randn(2, 5, 32), Alias(i, 1)).temporary_inputs() for i in range(4)]
+    return Case(init=dict(d_model=32, num_heads=4), steps=steps, grad=False)  # inference
+
+
 @case(targets="the caller changes the weights in place between two calls (an optimizer step): the second call uses "
               "the new ones, nothing computed from the old weights may be kept on self")
 def weights_updated_between_calls(rng):

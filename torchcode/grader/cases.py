@@ -111,9 +111,11 @@ class Call:
     ignore: dict = field(default_factory=dict)  # output path -> bool mask of elements not graded
     new_instance: bool = False  # module problems: run on a freshly built instance (same init, same weights)
     updates: dict = field(default_factory=dict)  # module problems: parameters set in place just before this call
+    temporary: bool = False  # the caller frees this call's arguments once it returns
 
     def __init__(self, *args: Any, **kwargs: Any):
         self.args, self.kwargs, self.ignore, self.new_instance, self.updates = args, kwargs, {}, False, {}
+        self.temporary = False
 
     def fresh(self) -> "Call":
         """Make this call on a newly constructed module (same constructor arguments, same weights);
@@ -128,6 +130,14 @@ class Call:
         layer kept computed from its old weights (a fused QKV matrix made on the first call) is then stale. Only in
         a ``grad=False`` case: a training step runs backward before it changes the weights."""
         self.updates = dict(weights)
+        return self
+
+    def temporary_inputs(self) -> "Call":
+        """The caller's arguments to this call are temporaries: freed once it returns, before the next call's are made
+        (a decoding loop under ``torch.no_grad()`` that builds each step's tensors afresh). CPython then hands a new
+        tensor the address of a freed one, so a result kept by ``id()`` (even with ``._version``) is stale. Only in a
+        ``grad=False`` case; no ``Refill`` or ``Alias`` may name this call's arguments."""
+        self.temporary = True
         return self
 
     def ungraded(self, mask: torch.Tensor, *path: int) -> "Call":
@@ -261,7 +271,8 @@ def signature(v):
 
 def structure(c: Case):
     """Everything about a case but its tensors' values: shapes, dtypes, every other argument."""
-    steps = tuple((signature(s.args), signature(s.kwargs), s.new_instance, signature(s.ignore), signature(s.updates))
+    steps = tuple((signature(s.args), signature(s.kwargs), s.new_instance, signature(s.ignore), signature(s.updates),
+                   s.temporary)
                   for s in c.steps)
     return (signature(c.init), signature(c.sibling), steps, c.grad, c.train, c.max_intermediate, len(c.checks))
 

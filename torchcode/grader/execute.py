@@ -117,6 +117,7 @@ class Program:
     calling: Calling = field(default_factory=Calling)
     updates: dict = field(default_factory=dict)  # call -> {parameter name: new values} set in place just before it
     inference: bool = False  # a forward-only case: the calls run under torch.no_grad(), as inference does
+    temporary: frozenset[int] = frozenset()  # steps whose arguments are freed once they return (forward-only cases)
 
 
 @dataclass
@@ -168,7 +169,7 @@ def lay_out(t: torch.Tensor, layout: str, device) -> torch.Tensor:
     """
     nd = t.dim()
     if layout not in layouts_for(nd):
-        return t.to(device, copy=True)
+        return torch.Tensor.to(t, device, copy=True)  # not t.to(...): no bound method alive as the tensor is made
     order = list(range(nd))  # memory order, outermost first
     if layout == "transposed":
         order[-2], order[-1] = order[-1], order[-2]
@@ -257,9 +258,25 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
     laid: list[int] = [0]  # input tensors made so far: the index into prog.layouts
     handed: dict[tuple[int, object], torch.Tensor] = {}  # (call, position or keyword) -> the tensor object given
 
+    made: list[torch.Tensor] = []  # a call's input tensors made ahead, right after the previous call's were freed
+
     def fresh_input(t: torch.Tensor) -> torch.Tensor:
+        return made.pop(0) if made else new_input(t)
+
+    def new_input(t: torch.Tensor) -> torch.Tensor:
         k, laid[0] = laid[0], laid[0] + 1
         return lay_out(t, prog.layouts[k] if k < len(prog.layouts) else "contiguous", device)
+
+    def make_ahead(v) -> None:
+        """Make a call's new input tensors, in the order its arguments receive them, before anything else is
+        allocated: CPython hands them the addresses just freed, as a caller's next temporaries get them."""
+        if isinstance(v, torch.Tensor):
+            made.append(new_input(v))
+        elif isinstance(v, ConstTensor):
+            made.append(new_input(v.tensor))
+        elif isinstance(v, tuple) and not isinstance(v, (PrevRef, RefillRef, AliasRef)):
+            for x in v:
+                make_ahead(x)
 
     def leaf(t: torch.Tensor) -> torch.Tensor:
         t = fresh_input(t)
@@ -370,6 +387,7 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
                         params[name].copy_(value)
                         weights[name] = value
         stage.name = f"in call {i + 1}"
+        n_leaves = len(leaves)
         a, kw = prog.calling.call(tuple(handing(resolve(x, i, j), i, j) for j, x in enumerate(args)),
                                   {k: handing(resolve(x, i, k), i, k) for k, x in kwargs.items()})
         # a case that grades no gradient calls as inference does, under torch.no_grad(): a path taken only when
@@ -380,6 +398,14 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
         ex.work.append(getattr(g, "work", 0) - before)
         check_inputs(i)
         watch(ex.outputs[-1], i, RETURNED, (), i)
+        if i in prog.temporary and not prog.grad:  # the caller frees its temporaries: a new tensor may take an id()
+            received[:] = [r for r in received if r.given != i or r.where == RETURNED]
+            for key in [k for k in handed if k[0] == i]:
+                del handed[key]
+            del leaves[n_leaves:], a, kw
+            if i + 1 < len(prog.steps):
+                for x in (*prog.steps[i + 1][0], *prog.steps[i + 1][1].values()):
+                    make_ahead(x)
 
     if prog.grad:
         stage.name = "in backward (while computing gradients)"

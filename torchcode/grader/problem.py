@@ -141,6 +141,16 @@ class Problem:
                 raise SpecError(spec.cases_path, None, f"case '{c.name}' uses Call(...).updated() in call {i + 1}, which "
                                 "only module problems can use, in a grad=False case (a training step runs backward "
                                 "before it changes the weights)", "set grad=False, or remove .updated()")
+        temporary = {i for i, s in enumerate(c.steps) if s.temporary}
+        if temporary and c.grad:
+            raise SpecError(spec.cases_path, None, f"case '{c.name}' uses Call(...).temporary_inputs(), which only a "
+                            "grad=False case can use (gradients need the inputs kept)", "set grad=False")
+        for i, s in enumerate(c.steps):
+            for v in [*s.args, *s.kwargs.values()]:
+                if isinstance(v, (caseapi.Refill, caseapi.Alias)) and v.step in temporary and v.step != i:
+                    raise SpecError(spec.cases_path, None, f"case '{c.name}' call {i + 1} names an argument of call "
+                                    f"{v.step + 1}, whose inputs are temporary (freed once it returns)",
+                                    "remove .temporary_inputs() from that call, or the Refill/Alias")
         if not spec.entry.is_module and c.sibling is not None:
             raise SpecError(spec.cases_path, None, f"case '{c.name}' sets Case(sibling=...), which only module problems "
                             "can use (a function has no instance)", "remove sibling=")
@@ -247,6 +257,7 @@ class Problem:
             steps=[(tuple(_as_program(a, cast) for a in s.args), {k: _as_program(v, cast) for k, v in s.kwargs.items()})
                    for s in c.steps],
             grad=c.grad, train=c.train, fresh=frozenset(i for i, s in enumerate(c.steps) if s.new_instance),
+            temporary=frozenset(i for i, s in enumerate(c.steps) if s.temporary),
             sibling={k: _as_program(v, cast) for k, v in c.sibling.items()} if c.sibling is not None else None,
             updates={i: {k: cast(v) for k, v in s.updates.items()} for i, s in enumerate(c.steps) if s.updates},
             calling=self.calling)
@@ -260,6 +271,7 @@ class Problem:
             "steps": [{"args": [msg.value(_cast(a, cast)) for a in s.args],
                        "kwargs": {k: msg.value(_cast(v, cast)) for k, v in s.kwargs.items()},
                        **({"fresh": True} if s.new_instance else {}),
+                       **({"temporary": True} if s.temporary else {}),
                        **({"weights": {k: msg.tensor(cast(v)) for k, v in s.updates.items()}} if s.updates else {})}
                       for s in c.steps],
             **({"sibling": {k: msg.value(v) for k, v in c.sibling.items()}} if c.sibling is not None else {}),

@@ -677,6 +677,7 @@ class Worker:
             train=bool(h.get("train")),
             cotangents={(c["step"], tuple(c["path"])): decode(c["t"], tensors) for c in h.get("cotangents", [])},
             fresh=frozenset(i for i, s in enumerate(h["steps"]) if s.get("fresh") is True),
+            temporary=frozenset(i for i, s in enumerate(h["steps"]) if s.get("temporary") is True),
             updates={i: {str(k): decode(v, tensors) for k, v in s["weights"].items()}
                      for i, s in enumerate(h["steps"]) if isinstance(s.get("weights"), dict)},
             sibling=({k: decode(v, tensors) for k, v in h["sibling"].items()}
