@@ -142,6 +142,24 @@ def test_list_and_problem_page(served):
     assert status == 404 and "no problem named" in page
 
 
+def test_a_folder_named_like_the_learners_file_is_said_not_a_server_error(served):
+    """kv_cache.py in the folder is a folder: the page says so (it was a 500 and a traceback in the log), and so
+    does Check."""
+    (served.folder / "kv_cache.py").mkdir()
+    try:
+        status, _, page = served.request("GET", "/p/kv_cache")
+        assert status == 409 and "kv_cache.py is a folder, not a file" in page, (status, page)
+        status, _, answer = served.request("GET", "/api/p/kv_cache/file")
+        assert status == 400 and "is a folder" in answer["error"], answer
+        status, _, events = served.request("POST", "/api/p/kv_cache/check", body={})  # streamed: an error event
+        assert events[-1]["event"] == "error" and "kv_cache.py is a folder, not a file" in events[-1]["message"], events
+        status, _, answer = served.request("POST", "/api/p/kv_cache/check", body={"text": "# mine\n", "sha": ""})
+        assert status == 400 and "is a folder" in answer["error"], answer
+        assert "Traceback" not in "".join(served.output)
+    finally:
+        (served.folder / "kv_cache.py").rmdir()
+
+
 def test_start_edit_and_disk_changes_meet_in_one_file(served):
     status, _, answer = served.request("POST", "/api/p/mha/start", body={})
     assert status == 200, answer

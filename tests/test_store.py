@@ -123,3 +123,19 @@ def test_hints_and_started(torchcode_home, tmp_path):
     s.mark_started(tmp_path, "mha", tmp_path / "mha.py")
     assert s.last_started(tmp_path) == ("mha", str(tmp_path / "mha.py"))
     assert s.started_file(tmp_path, "gqa") == str(tmp_path / "gqa.py")
+
+
+def test_a_path_that_is_not_utf8_is_recorded_and_given_back_unchanged(torchcode_home):
+    """A folder or file name with a byte that is not UTF-8 (read as a lone surrogate) crashed every write:
+    the attempt is recorded (its file shown escaped), and the started file comes back as the same path."""
+    from pathlib import Path
+
+    folder, file = Path("/tmp/d\udce9"), Path("/tmp/d\udce9/bad\udcff\x1b[2Jname.py")
+    s = Store()
+    s.record_attempt(problem="sdpa", verdict="accepted", passed=3, total=3, seconds=1.0, kernel_seconds=0.02,
+                     sha256="0" * 64, file=str(file), seed=1)
+    assert s.attempts("sdpa")[0]["file"] == "/tmp/d\\xe9/bad\\xff\x1b[2Jname.py"
+    s.mark_started(folder, "sdpa", file)
+    s.mark_started(Path("/tmp/d\u00e9"), "sdpa", Path("/tmp/d\u00e9/sdpa.py"))  # the UTF-8 é: another folder
+    assert s.started_file(folder, "sdpa") == str(file) and s.last_started(folder) == ("sdpa", str(file))
+    assert s.started_file(Path("/tmp/d\u00e9"), "sdpa") == "/tmp/d\u00e9/sdpa.py"

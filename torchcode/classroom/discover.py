@@ -17,6 +17,7 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from torchcode.classroom.gradebook import is_gradebook
 from torchcode.errors import Unreadable, UsageError
 
 MAX_FILE = 1 << 20  # a submission larger than 1 MB is not a kernel
@@ -92,17 +93,24 @@ def discover(source: Path, problems: list[str], unpack_to: Path, skip: Path | No
     if not source.exists():
         raise UsageError(f"no such folder or zip: {source}")
     unknown: list[str] = []
-    if source.is_file():
-        if not zipfile.is_zipfile(source):
+    if not source.is_dir():  # a file, or a device or a named pipe (/dev/null): a zip, or nothing to grade
+        if not source.is_file() or not zipfile.is_zipfile(source):
             raise UsageError(f"{source} is neither a folder nor a zip file: give the folder that holds one "
                              "folder per student (or a zip of it)")
         unknown += unzip(source, unpack_to)
         source = unpack_to
-    root = _class_root(source)
+    try:
+        root = _class_root(source)
+    except OSError as e:
+        raise UsageError(f"cannot read the folder {source}: {e.strerror or e}") from None
     found = Discovery(root=root, unknown=unknown)
     wanted = set(problems)
     skip = skip.resolve() if skip is not None else None
     for entry in sorted(root.iterdir()):
+        if entry.name.startswith(".") and entry.name not in IGNORED and entry.is_dir() and not entry.is_symlink():
+            found.unknown.append(f"{_rel(entry, source)}/: a hidden folder (its name starts with '.'): not graded; "
+                                 "rename it if it is a student's")
+            continue
         if _ignored(entry) or entry.resolve() == skip:
             continue
         if entry.is_symlink() or not entry.is_dir():
@@ -112,7 +120,9 @@ def discover(source: Path, problems: list[str], unpack_to: Path, skip: Path | No
             files = sorted(entry.iterdir())
             if not Unreadable.allowed(entry.stat(), "rx"):
                 raise PermissionError(13, "Permission denied")
-            earlier = (entry / "gradebook.sqlite3").is_file()
+            # an earlier output holds a gradebook we wrote and no Python file (a student's file of that name
+            # is no reason to pass over their work)
+            earlier = not any(f.suffix == ".py" for f in files) and is_gradebook(entry / "gradebook.sqlite3")
         except OSError as e:
             found.unknown.append(f"{_rel(entry, source)}/: cannot be read ({e.strerror or e}): not graded; make it "
                                  "readable (chmod u+rx) and run again")
@@ -120,6 +130,7 @@ def discover(source: Path, problems: list[str], unpack_to: Path, skip: Path | No
         if earlier:  # an earlier run's --out among the students: not a student
             found.unknown.append(f"{_rel(entry, source)}/: an earlier `torchcode grade` output (--out), not a student")
             continue
+        student = text_name(entry.name)
         has_any, hashed = False, {}  # the folder's files are read once for all its submissions' digests
         for f in files:
             why = _why_not(f, wanted, set(known))
@@ -129,16 +140,16 @@ def discover(source: Path, problems: list[str], unpack_to: Path, skip: Path | No
                     data = f.read_bytes()
                 except (Unreadable, OSError) as e:  # not_graded (exit 1), never 'missing': a rerun grades it
                     reason = e.strerror if isinstance(e, OSError) and e.strerror else "Permission denied"
-                    found.unreadable[(entry.name, f.stem)] = (f"the file cannot be read ({reason}): make it readable "
+                    found.unreadable[(student, f.stem)] = (f"the file cannot be read ({reason}): make it readable "
                                                               "(chmod u+r) and run again")
                     has_any = True
                     continue
-                found.submissions.append(Submission(entry.name, f.stem, f.resolve(), hashlib.sha256(data).hexdigest(),
+                found.submissions.append(Submission(student, f.stem, f.resolve(), hashlib.sha256(data).hexdigest(),
                                                     folder_digest(entry, f, hashed)))
                 has_any = True
             elif why:
                 found.unknown.append(f"{_rel(f, source)}: {why}")
-        found.students.append(entry.name)
+        found.students.append(student)
         if not has_any:
             found.unknown.append(f"{_rel(entry, source)}/: no submission for {_listing(problems)}")
     return found
@@ -314,6 +325,12 @@ def _member_name(info: zipfile.ZipInfo) -> str:
         return info.filename.encode("cp437").decode("utf-8")
     except (UnicodeEncodeError, UnicodeDecodeError):
         return info.filename
+
+
+def text_name(name: str) -> str:
+    """A student's name as text every output can hold: a folder name that is not UTF-8 (its bytes read as lone
+    surrogates) is written escaped, ``bad\\xffname`` (the gradebook, grades.csv and the terminal would refuse it)."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _ignored(p: Path) -> bool:

@@ -166,19 +166,24 @@ def file_names(students: list[str]) -> dict[str, str]:
     """Each student's feedback file name (without .txt), distinct even ignoring case."""
     names, used = {}, set()
     for student in students:
-        name = _safe(student)
-        if name.lower() in used:  # a folder named like another's cleaned name, or differing only in case
-            name = f"{name}-{hashlib.sha256(student.encode()).hexdigest()[:16]}"
-        used.add(name.lower())
+        name, n = _safe(student), 0
+        while name.casefold() in used:  # a folder named like another's cleaned name, or differing only in case
+            n += 1  # (a third one may be named like the second's: try again until the name is free)
+            name = f"{_safe(student)}-{_digest(f'{student}#{n}' if n > 1 else student)[:16]}"
+        used.add(name.casefold())
         names[student] = name
     return names
+
+
+def _digest(name: str) -> str:
+    return hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def _safe(name: str) -> str:
     """A file name for a student: their folder's name, or (when that needs changing) a cleaned one with a
     short hash of the original, so two students never share a feedback file."""
     safe = "".join(c if c.isalnum() or c in "-_.@" else "_" for c in name).lstrip(".")
-    return safe if safe == name else f"{safe}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+    return safe if safe == name else f"{safe}-{_digest(name)[:8]}"
 
 
 def summary(con: Console, entries: list[Entry], problems: list[str], *, most: int = 8, bench: bool = False) -> None:

@@ -54,6 +54,26 @@ class Row:
     bench: dict | None = None
 
 
+def is_gradebook(path: Path) -> bool:
+    """Whether ``path`` is a gradebook `torchcode grade` wrote (its tables and schema version), not merely a
+    file of that name: opened read-only, never changed."""
+    try:
+        if not path.is_file() or path.is_symlink():
+            return False
+        with path.open("rb") as f:
+            if f.read(16) != b"SQLite format 3\x00":
+                return False
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=1)
+        try:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+        finally:
+            conn.close()
+    except (OSError, sqlite3.Error, ValueError):
+        return False
+    return {"meta", "runs", "results"} <= tables and version >= 1
+
+
 def fingerprint(spec, settings: dict) -> str:
     """What a result depends on besides the submission and the seed."""
     h = hashlib.sha256(f"torchcode {torchcode.__version__}\n".encode())

@@ -8,8 +8,8 @@ and ends every session process.
 
 from __future__ import annotations
 
-import json
 import queue
+import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -153,11 +153,31 @@ def grade_one(session, job: Submission, seed: int, dtypes: dict, stop: threading
     return Outcome(job, error=error)
 
 
+TEXT_FIELDS = {"file", "message", "traceback", "output", "advice", "detail"}  # where a report may name a path
+
+
 def relabel(report: dict, path: Path, shown: str) -> dict:
     """The report with the graded file's path (the instructor's folder, a temporary copy) written as
-    ``shown``, the name the student knows: in messages, tracebacks and the file field alike."""
-    text = json.dumps(report)
-    return json.loads(text.replace(json.dumps(str(path))[1:-1], shown))
+    ``shown``, the name the student knows: in messages, tracebacks and the file field alike. Only the
+    text fields change (never a key, a number or a hash), and only where the whole absolute path is
+    named (a class folder ``c1`` or ``8`` is never replaced inside a sha256)."""
+    names = sorted({str(Path(path)), str(Path(path).resolve())}, key=len, reverse=True)
+    names = [n for n in names if Path(n).is_absolute() and Path(n).parent != Path(n)]  # never "/" alone
+    if not names:
+        return report
+    # the whole path: not the start of a longer name (/tmp/c1 in /tmp/c10/...)
+    pattern = re.compile("|".join(re.escape(n) for n in names) + r"(?![\w.-])")
+
+    def walk(value, text: bool):
+        if isinstance(value, dict):
+            return {k: walk(v, k in TEXT_FIELDS) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v, text) for v in value]
+        if text and isinstance(value, str):
+            return pattern.sub(lambda _: shown, value)
+        return value
+
+    return walk(report, False)
 
 
 def bench_one(session, job: Submission, path: Path | None = None) -> Outcome:

@@ -111,7 +111,7 @@ def _grade(opts: Options, cat: Catalog, con: Console, book: Gradebook, found: Di
                 if outcome.report is None:
                     errors[sub.key] = outcome.error
                 else:
-                    rep = dict(relabel(outcome.report, found.root, "<class>"), file=f"{sub.student}/{sub.problem}.py")
+                    rep = dict(relabel(outcome.report, found.root.resolve(), "<class>"), file=f"{sub.student}/{sub.problem}.py")
                     row = Row(sub.student, sub.problem, rep.get("sha256") or sub.sha256, sub.fingerprint(fps[sub.problem]), seed,
                               rep["verdict"], rep["cases_passed"], rep["cases_total"],
                               score(rep["cases_passed"], rep["cases_total"], rep["verdict"]), rep["seconds"], rep)

@@ -52,6 +52,27 @@ CREATE TABLE IF NOT EXISTS started (
 """
 
 
+def stored_text(path) -> str:
+    """A path as text SQLite can hold: a name that is not UTF-8 (a byte read as a lone surrogate) is written
+    escaped (``\\xff``), never a crash. For what is only shown (an attempt's file)."""
+    return os.fspath(path).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def _key(path) -> str | bytes:
+    """A path SQLite can hold and give back unchanged: text, or (a name that is not UTF-8) its bytes."""
+    text = os.fspath(path)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(text)
+    return text
+
+
+def _path_text(value) -> str:
+    """The inverse of ``_key``."""
+    return os.fsdecode(value) if isinstance(value, bytes) else value
+
+
 @dataclass
 class ProblemProgress:
     problem: str
@@ -273,7 +294,7 @@ class Store:
             raise StoreError(f"the seed {seed} cannot be recorded: seeds go from {SEED_MIN} to {SEED_MAX}")
         self._write("INSERT INTO attempts (problem, at, verdict, passed, total, seconds, kernel_seconds, sha256, file, seed,"
                     " source) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (problem, time.time(), verdict, passed, total, seconds, kernel_seconds, sha256, file, seed,
+                    (problem, time.time(), verdict, passed, total, seconds, kernel_seconds, sha256, stored_text(file), seed,
                      None if source is None else bytes(source)),
                     before_commit)
 
@@ -337,13 +358,13 @@ class Store:
     def mark_started(self, directory: Path, problem: str, file: Path) -> None:
         self._write("INSERT INTO started (directory, problem, file, at) VALUES (?, ?, ?, ?) "
                     "ON CONFLICT(directory, problem) DO UPDATE SET file = excluded.file, at = excluded.at",
-                    (str(directory), problem, str(file), time.time()))
+                    (_key(directory), problem, _key(file), time.time()))
 
     def last_started(self, directory: Path) -> tuple[str, str] | None:
         rows = self._read("SELECT problem, file FROM started WHERE directory = ? ORDER BY at DESC LIMIT 1",
-                          (str(directory),))
-        return (rows[0][0], rows[0][1]) if rows else None
+                          (_key(directory),))
+        return (rows[0][0], _path_text(rows[0][1])) if rows else None
 
     def started_file(self, directory: Path, problem: str) -> str | None:
-        rows = self._read("SELECT file FROM started WHERE directory = ? AND problem = ?", (str(directory), problem))
-        return rows[0][0] if rows else None
+        rows = self._read("SELECT file FROM started WHERE directory = ? AND problem = ?", (_key(directory), problem))
+        return _path_text(rows[0][0]) if rows else None

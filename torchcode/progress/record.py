@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Callable
 
 from torchcode.grader.result import Report
-from torchcode.progress import Store
+from torchcode.progress import Store, stored_text
 
 MAX_SOURCE = 1 << 20  # a source larger than this (1 MiB) is not kept: it is not a kernel someone typed
 
@@ -28,7 +28,7 @@ def record_report(store: Store, report: Report, path: Path | str | None, *, sour
     store.record_attempt(problem=report.problem, verdict=report.verdict.value, passed=report.cases_passed,
                          total=len(report.cases), seconds=report.seconds,
                          kernel_seconds=sum(c.seconds for c in report.cases), sha256=report.sha256,
-                         file=str(path) if path is not None else "", seed=report.seed, source=source,
+                         file=stored_text(path) if path is not None else "", seed=report.seed, source=source,
                          before_commit=before_commit)
 
 

@@ -54,6 +54,8 @@ def create_app(ws: Workspace, *, warm: bool = True) -> Starlette:
             data = await run_in_threadpool(ws.problem, pid)
         except ProblemNotFound as e:
             return HTMLResponse(env.get_template("missing.html").render(message=str(e)), status_code=404)
+        except TorchcodeError as e:  # the learner's file cannot be shown (a folder of that name, unreadable)
+            return HTMLResponse(env.get_template("missing.html").render(message=str(e)), status_code=409)
         if warm:
             _warm(pid)
         return page("problem.html", data=data, folder=str(ws.dir))

@@ -119,6 +119,8 @@ class Workspace:
     def file(self, pid: str) -> dict:
         spec = self.spec(pid)
         path = self.path(spec)
+        if path.is_dir():
+            raise UsageError(self._a_folder(spec, path))
         try:
             data = path.read_bytes()
         except FileNotFoundError:
@@ -126,6 +128,10 @@ class Workspace:
         except OSError as e:
             raise UsageError(f"cannot read {self.display(path)}: {e.strerror}") from None
         return {"exists": True, "path": self.display(path), "sha": sha256(data), **_as_text(data, self.display(path))}
+
+    def _a_folder(self, spec, path: Path) -> str:
+        return (f"{self.display(path)} is a folder, not a file: {spec.id} is graded from a file of that name. Move or "
+                f"rename the folder, then press Start (or run `torchcode start {spec.id}`)")
 
     def _unchanged(self, pid: str, base_sha: str | None):
         """(spec, path, file) of a started problem whose file is still the one the page loaded (``base_sha``)."""
@@ -266,6 +272,8 @@ class Workspace:
 
         spec = self.spec(pid)
         path = self.path(spec)
+        if path.is_dir():
+            raise UsageError(self._a_folder(spec, path))
         if not path.is_file():
             raise UsageError(f"{spec.id} is not started here: press Start (or run `torchcode start {spec.id}`)")
         session = self.session()
