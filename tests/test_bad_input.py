@@ -269,7 +269,9 @@ def test_an_earlier_out_among_the_students_is_not_a_student(tmp_path):
     (tmp_path / "class" / "alice").mkdir(parents=True)
     (tmp_path / "class" / "alice" / "sdpa.py").write_text("x = 1\n")
     (tmp_path / "class" / "grades" / "feedback").mkdir(parents=True)
-    sqlite3.connect(tmp_path / "class" / "grades" / "gradebook.sqlite3").close()
+    from torchcode.classroom.gradebook import Gradebook
+
+    Gradebook(tmp_path / "class" / "grades").close()  # what `grade --out class/grades` wrote
     found = discover(tmp_path / "class", ["sdpa"], tmp_path / "unpacked", skip=tmp_path / "elsewhere")
     assert found.students == ["alice"], found.students
     assert "grades/: an earlier `torchcode grade` output (--out), not a student" in found.unknown

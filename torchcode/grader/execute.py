@@ -258,10 +258,11 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
     laid: list[int] = [0]  # input tensors made so far: the index into prog.layouts
     handed: dict[tuple[int, object], torch.Tensor] = {}  # (call, position or keyword) -> the tensor object given
 
-    made: list[torch.Tensor] = []  # a call's input tensors made ahead, right after the previous call's were freed
+    made: dict[int, torch.Tensor] = {}  # id(program tensor) -> its input made ahead, once the last call's were freed
 
     def fresh_input(t: torch.Tensor) -> torch.Tensor:
-        return made.pop(0) if made else new_input(t)
+        ahead = made.pop(id(t), None)
+        return ahead if ahead is not None else new_input(t)
 
     def new_input(t: torch.Tensor) -> torch.Tensor:
         k, laid[0] = laid[0], laid[0] + 1
@@ -271,9 +272,9 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
         """Make a call's new input tensors, in the order its arguments receive them, before anything else is
         allocated: CPython hands them the addresses just freed, as a caller's next temporaries get them."""
         if isinstance(v, torch.Tensor):
-            made.append(new_input(v))
+            made[id(v)] = new_input(v)
         elif isinstance(v, ConstTensor):
-            made.append(new_input(v.tensor))
+            made[id(v.tensor)] = new_input(v.tensor)
         elif isinstance(v, tuple) and not isinstance(v, (PrevRef, RefillRef, AliasRef)):
             for x in v:
                 make_ahead(x)
