@@ -205,6 +205,18 @@ def test_grade_refuses_an_out_among_the_students_files(cli, workdir, args, words
     assert (workdir / "notes.txt").read_text() == "my notes\n"
 
 
+def test_a_student_folder_with_a_file_named_like_the_gradebook_is_still_no_out(cli, workdir):
+    """A student's folder holding their own gradebook.sqlite3 was taken for a grades folder: --out there mixed the
+    class's grades into that student's files."""
+    for student in ("alice", "bob"):
+        (workdir / "class" / student).mkdir(parents=True)
+        (workdir / "class" / student / "sdpa.py").write_text("x = 1\n")
+    (workdir / "class" / "alice" / "gradebook.sqlite3").write_bytes(b"mine")
+    run = cli("grade", "class", "--out", "class/alice", "--device", "cpu")
+    assert run.code == 2 and "inside the student folder alice/" in run.err and "Traceback" not in run.err, run.text
+    assert (workdir / "class" / "alice" / "gradebook.sqlite3").read_bytes() == b"mine"
+
+
 @pytest.mark.parametrize("text", ["", "\n\n   \n"])
 def test_an_empty_file_is_called_empty(grader, catalog, tmp_path, text):
     f = tmp_path / "sdpa.py"

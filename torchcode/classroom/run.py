@@ -230,8 +230,8 @@ def _out_apart(out: Path, submissions: Path, root: Path) -> None:
     student = None
     if o.is_relative_to(root) and len(o.relative_to(root).parts) >= 2:
         student = o.relative_to(root).parts[0]
-    elif o.parent == root and o.is_dir() and not (o / "gradebook.sqlite3").exists() and any(
-            f.suffix == ".py" for f in o.iterdir()):  # a student's own folder, not a grades folder among them
+    elif o.parent == root and o.is_dir() and any(f.suffix == ".py" for f in o.iterdir()):
+        # a student's own folder (as discovery counts them), not a grades folder among them: that holds no .py file
         student = o.name
     if student is not None:
         raise UsageError(f"--out {out} is inside the student folder {student}/: the class's grades would sit among "
