@@ -173,6 +173,12 @@ def one_tile(rng):
     return c
 
 
+@case(targets="block_size = 2**30 ('one tile, whatever S'): nothing may be sized by block_size itself (pad or "
+              "allocate by min(block_size, S))")
+def huge_block_size(rng):
+    return flash(rng, 2, 12, 8, block_size=2 ** 30)
+
+
 @case(targets="one set of buffers reused by the caller: the same Q, K, V objects, refilled in place with new values, "
               "need the new answer (nothing may be kept by the tensors' id() or data_ptr())")
 def buffers_refilled(rng):

@@ -48,6 +48,12 @@ def long_sequence(rng):
     return Case(steps=[Call(rng.randn(1, 64, 32), rng.randn(1, 64, 32))])
 
 
+@case(targets="a short call, then a long one (600 tokens) with the same width and base: every position gets its own "
+              "angle (a table built for the first call, or capped at some length and wrapped, is wrong past its end)")
+def longer_after_short(rng):
+    return Case(steps=[Call(rng.randn(1, 10, 8), rng.randn(1, 10, 8)), Call(rng.randn(1, 600, 8), rng.randn(1, 600, 8))])
+
+
 @case(targets="a single token is at position 0: unchanged")
 def single_token(rng):
     return Case(steps=[Call(rng.randn(3, 1, 8), rng.randn(3, 1, 8))])

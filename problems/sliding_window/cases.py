@@ -42,6 +42,12 @@ def window_exceeds_length(rng):
     return Case(steps=[Call(*qkv(rng, 1, 7, 16), 50)])
 
 
+@case(targets="a window of 10**9 ('attend to everything'): the same as full causal attention, and nothing may be "
+              "sized by the window itself (pad or allocate by min(window_size, S))")
+def huge_window(rng):
+    return Case(steps=[Call(*qkv(rng, 2, 6, 8), 10 ** 9)])
+
+
 @case(targets="window 1 on a short sequence, batch 3")
 def window_one(rng):
     return Case(steps=[Call(*qkv(rng, 3, 5, 4), 1)])
