@@ -118,7 +118,8 @@ def zero_query_and_key_flash(rng):
 
 @case(targets="a past_key_value past 256 tokens, then new tokens at positions 250..261: positions must be counted "
               "exactly; bfloat16 holds whole numbers exactly only up to 256 (257 rounds to 256, so a token would see "
-              "the next one): build positions with an integer torch.arange, not in the activations' dtype",
+              "the next one): build positions with an int64 torch.arange (its default), not in the activations' "
+              "dtype nor in a narrow integer type (int8 wraps past 127)",
       dtypes=("float32", "bfloat16"))  # float16 counts exactly that far; float32 (the CPU default) shows positions kept
       # in a narrow integer type (int8 wraps past 127, uint8 past 255)
 def long_cache_positions(rng):

@@ -91,7 +91,8 @@ def very_negative_window_scores(rng):
 
 
 @case(targets="a long sequence (300 tokens): positions must be counted exactly; bfloat16 holds whole numbers "
-              "exactly only up to 256, so build positions with an integer torch.arange, not in the inputs' dtype",
+              "exactly only up to 256, so build positions with an int64 torch.arange (its default), not in the "
+              "inputs' dtype nor in a narrow integer type (int8 wraps past 127)",
       dtypes=("float32", "bfloat16"))  # float16 counts exactly that far; float32 (the CPU default) shows positions kept
       # in a narrow integer type (int8 wraps past 127, uint8 past 255)
 def long_sequence_positions(rng):
