@@ -608,6 +608,9 @@ def test_temporary_inputs_are_for_forward_only_cases_and_cannot_be_named_later(c
                 Call(x(rng), x(rng), x(rng)).temporary_inputs()]), "grad=False"),
             ("named_later", lambda rng: Case(init=dict(d_model=8, num_heads=2), grad=False, steps=[
                 Call(x(rng), x(rng), x(rng)).temporary_inputs(), Call(x(rng), Alias(0, 1), x(rng))]),
+             "call 2 names an argument of call 1"),
+            ("nested", lambda rng: Case(init=dict(d_model=8, num_heads=2), grad=False, steps=[
+                Call(x(rng), x(rng), x(rng)).temporary_inputs(), Call(x(rng), (Alias(0, 1),), x(rng))]),
              "call 2 names an argument of call 1")):
         with pytest.raises(SpecError) as e:
             mha.build(CaseDef(name, "", build), seed=3)

@@ -258,11 +258,11 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
     laid: list[int] = [0]  # input tensors made so far: the index into prog.layouts
     handed: dict[tuple[int, object], torch.Tensor] = {}  # (call, position or keyword) -> the tensor object given
 
-    made: dict[int, torch.Tensor] = {}  # id(program tensor) -> its input made ahead, once the last call's were freed
+    made: dict[int, list[torch.Tensor]] = {}  # id(program tensor) -> its inputs made ahead, in the order of use
 
     def fresh_input(t: torch.Tensor) -> torch.Tensor:
-        ahead = made.pop(id(t), None)
-        return ahead if ahead is not None else new_input(t)
+        ahead = made.get(id(t))
+        return ahead.pop(0) if ahead else new_input(t)
 
     def new_input(t: torch.Tensor) -> torch.Tensor:
         k, laid[0] = laid[0], laid[0] + 1
@@ -272,9 +272,9 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
         """Make a call's new input tensors, in the order its arguments receive them, before anything else is
         allocated: CPython hands them the addresses just freed, as a caller's next temporaries get them."""
         if isinstance(v, torch.Tensor):
-            made[id(v)] = new_input(v)
+            made.setdefault(id(v), []).append(new_input(v))
         elif isinstance(v, ConstTensor):
-            made[id(v.tensor)] = new_input(v.tensor)
+            made.setdefault(id(v.tensor), []).append(new_input(v.tensor))
         elif isinstance(v, tuple) and not isinstance(v, (PrevRef, RefillRef, AliasRef)):
             for x in v:
                 make_ahead(x)

@@ -145,9 +145,16 @@ class Problem:
         if temporary and c.grad:
             raise SpecError(spec.cases_path, None, f"case '{c.name}' uses Call(...).temporary_inputs(), which only a "
                             "grad=False case can use (gradients need the inputs kept)", "set grad=False")
+        def named(v):  # every Refill and Alias in an argument, tuples walked
+            if isinstance(v, (caseapi.Refill, caseapi.Alias)):
+                yield v
+            elif isinstance(v, (tuple, list)):
+                for x in v:
+                    yield from named(x)
+
         for i, s in enumerate(c.steps):
-            for v in [*s.args, *s.kwargs.values()]:
-                if isinstance(v, (caseapi.Refill, caseapi.Alias)) and v.step in temporary and v.step != i:
+            for v in named((*s.args, *s.kwargs.values())):
+                if v.step in temporary and v.step != i:
                     raise SpecError(spec.cases_path, None, f"case '{c.name}' call {i + 1} names an argument of call "
                                     f"{v.step + 1}, whose inputs are temporary (freed once it returns)",
                                     "remove .temporary_inputs() from that call, or the Refill/Alias")
