@@ -5,6 +5,7 @@ feedback names that could collide."""
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import os
 import shutil
@@ -78,12 +79,13 @@ def test_a_class_folder_given_as_a_short_relative_path_is_graded_whole(tmp_path,
 def test_relabel_changes_only_the_whole_path_in_text_fields():
     from torchcode.classroom.pool import relabel
 
-    report = {"file": "/tmp/c1/alice/sdpa.py", "sha256": "c1" * 32, "seed": 8, "message": "/tmp/c10/x and /tmp/c1/y",
+    report = {"file": "/tmp/c1/alice/sdpa.py", "sha256": "c1" * 32, "seed": 8,
+              "message": "/tmp/c10/x and /tmp/c1/y, /tmp/c1.bak, in /tmp/c1.",
               "cases": [{"name": "/tmp/c1", "traceback": 'File "/tmp/c1/alice/sdpa.py", line 3', "seconds": 8.0}],
               "/tmp/c1": "key"}
     got = relabel(report, Path("/tmp/c1"), "<class>")
     assert got["file"] == "<class>/alice/sdpa.py" and got["sha256"] == "c1" * 32 and got["seed"] == 8
-    assert got["message"] == "/tmp/c10/x and <class>/y"
+    assert got["message"] == "/tmp/c10/x and <class>/y, /tmp/c1.bak, in <class>."  # a sentence may end after it
     assert got["cases"][0] == {"name": "/tmp/c1", "traceback": 'File "<class>/alice/sdpa.py", line 3', "seconds": 8.0}
     assert got["/tmp/c1"] == "key"
 
@@ -123,17 +125,21 @@ def test_a_student_folder_whose_name_is_not_utf8_is_graded_under_a_safe_name(tmp
         pytest.skip("this file system refuses names that are not UTF-8")
     odd = Path(os.fsdecode(os.path.join(os.fsencode(klass), b"bad\xff\xfename")))
     shutil.copy(CLASS / "bob" / "sdpa.py", odd / "sdpa.py")
+    (klass / "bad\\xff\\xfename").mkdir()  # a folder named with backslashes: another student, not the same one
+    shutil.copy(CLASS / "alice" / "sdpa.py", klass / "bad\\xff\\xfename" / "sdpa.py")
+    name = "bad\\xff\\xfename-" + hashlib.sha256(b"bad\xff\xfename").hexdigest()[:8]
     out = tmp_path / "out"
     for attempt in (1, 2):
         p = cli("grade", "class", "--problems", "sdpa", "--out", "out", "--seed", "7", "--device", "cpu",
                 "--workers", "1", home=tmp_path / "home", cwd=tmp_path)
         assert p.returncode == 0 and b"Traceback" not in p.stderr, p.stdout + p.stderr
-    assert b"0 to grade, 3 already graded" in p.stdout
+    assert b"0 to grade, 4 already graded" in p.stdout
     rows = sheet(out)
-    assert rows[("bad\\xff\\xfename", "sdpa")]["verdict"] == "wrong_answer", rows
+    assert rows[(name, "sdpa")]["verdict"] == "wrong_answer", rows
+    assert rows[("bad\\xff\\xfename", "sdpa")]["verdict"] == "accepted", rows
     files = json.loads((out / "grades.json").read_text(encoding="utf-8"))["feedback_files"]
-    feedback = (out / files["bad\\xff\\xfename"]).read_text(encoding="utf-8")
-    assert feedback.startswith("Feedback for bad\\xff\\xfename ")
+    feedback = (out / files[name]).read_text(encoding="utf-8")
+    assert feedback.startswith(f"Feedback for {name} ")
 
 
 def test_a_file_named_like_the_gradebook_does_not_hide_a_student(tmp_path):
@@ -147,6 +153,8 @@ def test_a_file_named_like_the_gradebook_does_not_hide_a_student(tmp_path):
     (klass / "bob" / "gradebook.sqlite3").write_text("not a gradebook")
     (klass / ".carol").mkdir()
     shutil.copy(CLASS / "alice" / "sdpa.py", klass / ".carol" / "sdpa.py")
+    (klass / ".venv" / "bin").mkdir(parents=True)  # a tool's folder holds no submission: no notice
+    (klass / ".venv" / "helpers.py").write_text("x = 1\n")
     Gradebook(klass / "old-grades").close()  # a real earlier output among the students
     (klass / "dave").mkdir()
     shutil.copy(CLASS / "alice" / "sdpa.py", klass / "dave" / "sdpa.py")
@@ -155,12 +163,18 @@ def test_a_file_named_like_the_gradebook_does_not_hide_a_student(tmp_path):
     assert found.students == ["alice", "bob", "dave"]
     assert {s.student for s in found.submissions} == {"alice", "bob", "dave"}
     assert any(u.startswith(".carol/: a hidden folder") for u in found.unknown), found.unknown
+    assert not any(u.startswith(".venv") for u in found.unknown), found.unknown
     assert any(u.startswith("old-grades/: an earlier `torchcode grade` output") for u in found.unknown), found.unknown
     p = cli("grade", "class", "--problems", "sdpa", "--out", "out", "--seed", "7", "--device", "cpu",
             "--workers", "1", home=tmp_path / "home", cwd=tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr
     assert sheet(tmp_path / "out")[("bob", "sdpa")]["verdict"] == "wrong_answer"
-    assert b".carol/: a hidden folder" in p.stdout
+    assert b".carol/: a hidden folder" in p.stdout and b".venv" not in p.stdout
+    p = cli("grade", "class", "--problems", "sdpa", "--out", "class/.grades", "--seed", "7", "--device", "cpu",
+            "--workers", "1", home=tmp_path / "home", cwd=tmp_path)  # grades kept in a hidden folder of the class
+    p = cli("grade", "class", "--problems", "sdpa", "--out", "class/.grades", "--seed", "7", "--device", "cpu",
+            "--workers", "1", home=tmp_path / "home", cwd=tmp_path)
+    assert p.returncode == 0 and b".grades/: a hidden folder" not in p.stdout, p.stdout + p.stderr
     assert any(u.startswith(".carol/") for u in json.loads((tmp_path / "out" / "grades.json").read_text())["unknown_files"])
 
 

@@ -107,7 +107,7 @@ def discover(source: Path, problems: list[str], unpack_to: Path, skip: Path | No
     wanted = set(problems)
     skip = skip.resolve() if skip is not None else None
     for entry in sorted(root.iterdir()):
-        if entry.name.startswith(".") and entry.name not in IGNORED and entry.is_dir() and not entry.is_symlink():
+        if entry.name.startswith(".") and entry.name not in IGNORED and _holds_submission(entry, wanted, skip):
             found.unknown.append(f"{_rel(entry, source)}/: a hidden folder (its name starts with '.'): not graded; "
                                  "rename it if it is a student's")
             continue
@@ -329,8 +329,21 @@ def _member_name(info: zipfile.ZipInfo) -> str:
 
 def text_name(name: str) -> str:
     """A student's name as text every output can hold: a folder name that is not UTF-8 (its bytes read as lone
-    surrogates) is written escaped, ``bad\\xffname`` (the gradebook, grades.csv and the terminal would refuse it)."""
-    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    surrogates) is written escaped with a short hash of its bytes, ``bad\\xffname-1f2e3d4c`` (the gradebook,
+    grades.csv and the terminal would refuse it; the hash keeps it apart from a folder named with a backslash)."""
+    raw = name.encode("utf-8", "surrogateescape")
+    text = raw.decode("utf-8", "backslashreplace")
+    return text if text == name else f"{text}-{hashlib.sha256(raw).hexdigest()[:8]}"
+
+
+def _holds_submission(entry: Path, wanted: set[str], skip: Path | None) -> bool:
+    """A hidden folder worth a notice: one holding a file a student would hand in (not .git, .venv or --out)."""
+    try:
+        if entry.is_symlink() or not entry.is_dir() or (skip is not None and entry.resolve() == skip):
+            return False
+        return any(f.suffix == ".py" and f.stem in wanted for f in entry.iterdir())
+    except OSError:
+        return False
 
 
 def _ignored(p: Path) -> bool:

@@ -165,8 +165,9 @@ def relabel(report: dict, path: Path, shown: str) -> dict:
     names = [n for n in names if Path(n).is_absolute() and Path(n).parent != Path(n)]  # never "/" alone
     if not names:
         return report
-    # the whole path: not the start of a longer name (/tmp/c1 in /tmp/c10/...)
-    pattern = re.compile("|".join(re.escape(n) for n in names) + r"(?![\w.-])")
+    # the whole path: not the start of a longer name (/tmp/c1 in /tmp/c10/... or /tmp/c1.bak), though a sentence may
+    # end right after it ("... in /tmp/c1.")
+    pattern = re.compile("|".join(re.escape(n) for n in names) + r"(?![\w-])(?!\.\w)")
 
     def walk(value, text: bool):
         if isinstance(value, dict):
