@@ -159,6 +159,41 @@ def many_small_tiles_float16(rng):
     return small_tiles(rng, gap=10.7)  # each later tile adds ~0.00036 to a sum near 1: under float16's half step 0.00049
 
 
+@case(targets="block_size = 1")
+def block_of_one(rng):
+    return flash(rng, 1, 9, 4, block_size=1)
+
+
+@case(targets="a single token")
+def single_token(rng):
+    # forward only: with one key the gradient of Q and K is exactly 0, and a correct kernel that treats the running
+    # max as a constant (no gradient through it) leaves a bfloat16 rounding unit of noise there
+    return tiled([rng.randn(2, 1, 8) for _ in range(3)], block_size=4, grad=False)
+
+
+@case(targets="block_size >= S: a single tile; called twice with the same shapes, the first result must stay what "
+              "it was (a buffer kept between calls and returned is overwritten by the next call)")
+def one_tile(rng):
+    c = flash(rng, 2, 20, 8, block_size=32)
+    c.steps.append(Call(*[rng.randn(2, 20, 8) for _ in range(3)], block_size=32))
+    return c
+
+
+@case(targets="block_size = 2**30 ('one tile, whatever S'): nothing may be sized by block_size itself (pad or "
+              "allocate by min(block_size, S))")
+def huge_block_size(rng):
+    return flash(rng, 2, 12, 8, block_size=2 ** 30)
+
+
+@case(targets="one set of buffers reused by the caller: the same Q, K, V objects, refilled in place with new values, "
+              "need the new answer (nothing may be kept by the tensors' id() or data_ptr())")
+def buffers_refilled(rng):
+    c = flash(rng, 2, 40, 8, block_size=16)
+    c.steps.append(Call(*(Refill(0, j, rng.randn(2, 40, 8)) for j in range(3)), block_size=16))
+    c.grad = False  # Q, K, V are written into between the calls: a forward property
+    return c
+
+
 @benchmark
 def bench_inputs(rng, S):
     return Case(steps=[Call(rng.randn(1, S, 64), rng.randn(1, S, 64), rng.randn(1, S, 64), block_size=64)])
