@@ -113,6 +113,13 @@ def buffers_refilled(rng):
                 grad=False)  # Q, K, V are written into between the calls: a forward property
 
 
+@case(targets="an inference loop under torch.no_grad() that builds each input afresh and frees it after the call: a new tensor "
+              "may get a freed one's id() (and ._version 0 again), so nothing may be kept by id()")
+def inputs_freed_between_calls(rng):
+    steps = [Call(*(rng.randn(2, 6, 8) for _ in range(3))).temporary_inputs() for _ in range(4)]
+    return Case(steps=steps, grad=False)  # inference
+
+
 @benchmark
 def bench_inputs(rng, S):
     return Case(steps=[Call(rng.randn(1, S, 64), rng.randn(1, S, 64), rng.randn(1, S, 64))])

@@ -61,6 +61,12 @@ def equal_lengths(rng):
     return cross(rng, 24, 3, B=3, Sq=6, Skv=6)
 
 
+@case(targets="one tensor object passed as x_q and x_kv (layer(x, x)): still plain, unmasked attention over every "
+              "position, no shortcut for self-attention")
+def query_is_memory(rng):
+    return Case(init=dict(d_model=24, num_heads=3), steps=[Call(rng.randn(2, 5, 24), Alias(0, 0))])
+
+
 @case(targets="one query token, one memory token")
 def single_tokens(rng):
     return cross(rng, 16, 2, B=2, Sq=1, Skv=1)

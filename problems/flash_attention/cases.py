@@ -194,6 +194,16 @@ def buffers_refilled(rng):
     return c
 
 
+@case(targets="an inference loop under torch.no_grad() that builds each input afresh and frees it after the call: a new tensor "
+              "may get a freed one's id() (and ._version 0 again), so nothing may be kept by id()")
+def inputs_freed_between_calls(rng):
+    c = tiled([rng.randn(2, 40, 8) for _ in range(3)], block_size=16, grad=False)  # inference
+    c.steps += [Call(*(rng.randn(2, 40, 8) for _ in range(3)), block_size=16) for _ in range(3)]
+    for s in c.steps:
+        s.temporary_inputs()
+    return c
+
+
 @benchmark
 def bench_inputs(rng, S):
     return Case(steps=[Call(rng.randn(1, S, 64), rng.randn(1, S, 64), rng.randn(1, S, 64), block_size=64)])

@@ -185,3 +185,10 @@ def weights_updated_between_calls(rng):
     new = {f"{w}.weight": rng.randn(16, 16, scale=0.25) for w in ("W_q", "W_k", "W_v", "W_o")}
     return Case(init=dict(d_model=16, num_heads=2), steps=[Call(x), Call(x).updated(new)],
                 grad=False)  # a training step runs backward before it changes the weights: a forward property
+
+
+@case(targets="an inference loop under torch.no_grad() that builds each input afresh and frees it after the call: a new tensor "
+              "may get a freed one's id() (and ._version 0 again), so nothing may be kept by id()")
+def inputs_freed_between_calls(rng):
+    return Case(init=dict(d_model=32, num_heads=4), steps=[Call(rng.randn(2, 5, 32)).temporary_inputs() for _ in range(4)],
+                grad=False)  # inference

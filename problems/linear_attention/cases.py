@@ -104,6 +104,13 @@ def linear_work(rng):
                           "every query; any product of queries with all keys is S x S work")
 
 
+@case(targets="an inference loop under torch.no_grad() that builds each input afresh and frees it after the call: a new tensor "
+              "may get a freed one's id() (and ._version 0 again), so nothing may be kept by id()")
+def inputs_freed_between_calls(rng):
+    steps = [Call(*(rng.randn(2, 20, 8) for _ in range(3))).temporary_inputs() for _ in range(4)]
+    return Case(steps=steps, max_intermediate=2 * 20 * 20, intermediate_hint=SxS, grad=False)  # inference
+
+
 @benchmark
 def bench_inputs(rng, S):
     return Case(steps=[Call(rng.randn(1, S, 64), rng.randn(1, S, 64), rng.randn(1, S, 64))])

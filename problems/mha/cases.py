@@ -47,6 +47,13 @@ def self_attention(rng):
     return mha(32, 4, (x, Alias(0, 0), Alias(0, 0)))
 
 
+@case(targets="one tensor object passed as Q and K, another as V (layer(x, x, y)): a shortcut for Q is K must not "
+              "assume V is the same object too")
+def query_is_key_not_value(rng):
+    x = rng.randn(2, 6, 32)
+    return mha(32, 4, (x, Alias(0, 0), rng.randn(2, 6, 32)))
+
+
 @case(targets="Sq != Sk: keys and values split with their own length")
 def different_lengths(rng):
     return mha(32, 4, (rng.randn(2, 5, 32), rng.randn(2, 9, 32), rng.randn(2, 9, 32)))

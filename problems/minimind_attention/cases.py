@@ -417,3 +417,11 @@ def continue_on_new_layer(rng):
         Same(Cat([Out(0, 0), Out(1, 0), Out(2, 0)], dim=1), Out(3, 0), OWN_PAST),
         Same(Out(2, 1, 0), Out(3, 1, 0), CACHE_FULL),
     ])
+
+
+@case(targets="an inference loop under torch.no_grad() that builds each input afresh and frees it after the call: a new tensor "
+              "may get a freed one's id() (and ._version 0 again), so nothing may be kept by id()")
+def inputs_freed_between_calls(rng):
+    cos, sin = rope_tables(5, 8)
+    steps = [Call(rng.randn(2, 5, 64), pe(cos, sin, 0, 5)).temporary_inputs() for _ in range(4)]
+    return Case(init=dict(config=config()), steps=steps, grad=False)  # inference

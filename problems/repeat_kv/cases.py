@@ -34,3 +34,9 @@ def odd_sizes(rng):
 @case(targets="the same n_rep with other head counts in one run: nothing computed for one input may serve another")
 def same_n_rep_other_heads(rng):
     return Case(steps=[Call(rng.randn(2, 3, 2, 4), 2), Call(rng.randn(2, 3, 3, 4), 2), Call(rng.randn(2, 3, 1, 4), 2)])
+
+
+@case(targets="an inference loop under torch.no_grad() that builds each input afresh and frees it after the call: a new tensor "
+              "may get a freed one's id() (and ._version 0 again), so nothing may be kept by id()")
+def inputs_freed_between_calls(rng):
+    return Case(steps=[Call(rng.randn(2, 5, 2, 8), 2).temporary_inputs() for _ in range(4)], grad=False)  # inference

@@ -71,3 +71,10 @@ def buffers_refilled(rng):
     return Case(steps=[Call(rng.randn(*shape), rng.randn(*shape)),
                        Call(Refill(0, 0, rng.randn(*shape)), Refill(0, 1, rng.randn(*shape)))],
                 grad=False)  # q and k are written into between the calls: a forward property
+
+
+@case(targets="an inference loop under torch.no_grad() that builds each input afresh and frees it after the call: a new tensor "
+              "may get a freed one's id() (and ._version 0 again), so nothing may be kept by id()")
+def inputs_freed_between_calls(rng):
+    return Case(steps=[Call(rng.randn(2, 5, 8), rng.randn(2, 5, 8)).temporary_inputs() for _ in range(4)],
+                grad=False)  # inference

@@ -30,6 +30,16 @@ def _mask(rng, *shape):
     return m | torch.nn.functional.one_hot(first, shape[-1]).bool()
 
 
+@case(targets="a mask that allows everything for batch element 0 only: every element's mask counts (a mask may be "
+              "skipped only when all of it is True)")
+def mask_all_true_for_first_element(rng):
+    mask = _mask(rng, 3, 5, 7)
+    mask[0] = True
+    mask[1:, :, 0] = False  # key 0 is hidden from every query of elements 1 and 2 (each row still sees a key)
+    mask[1:, :, 1] = True
+    return Case(steps=[Call(rng.randn(3, 5, 8), rng.randn(3, 7, 8), rng.randn(3, 7, 8), mask)])
+
+
 @case(targets="3-D inputs with Lq != Lk and Dv != Dk: softmax over keys, scale by sqrt(Dk)")
 def batched_3d(rng):
     return Case(steps=[Call(rng.randn(2, 5, 16), rng.randn(2, 7, 16), rng.randn(2, 7, 24))])
@@ -157,6 +167,14 @@ def allowed_scores_below_float16_range(rng):
 @case(targets="5-D inputs and odd sizes")
 def five_d(rng):
     return Case(steps=[Call(rng.randn(1, 2, 2, 3, 5), rng.randn(1, 2, 2, 13, 5), rng.randn(1, 2, 2, 13, 3))])
+
+
+@case(targets="an inference loop under torch.no_grad() that builds each input afresh and frees it after the call: a new tensor "
+              "may get a freed one's id() (and ._version 0 again), so nothing may be kept by id()")
+def inputs_freed_between_calls(rng):
+    steps = [Call(rng.randn(2, 4, 8), rng.randn(2, 6, 8), rng.randn(2, 6, 8), _mask(rng, 2, 4, 6)).temporary_inputs()
+             for _ in range(4)]
+    return Case(steps=steps, grad=False)  # inference
 
 
 @benchmark

@@ -119,3 +119,10 @@ def buffers_refilled(rng):
     return Case(steps=[Call(*(rng.randn(*shape) for _ in range(3)), 2),
                        Call(*(Refill(0, j, rng.randn(*shape)) for j in range(3)), 2)],
                 grad=False)  # Q, K, V are written into between the calls: a forward property
+
+
+@case(targets="an inference loop under torch.no_grad() that builds each input afresh and frees it after the call: a new tensor "
+              "may get a freed one's id() (and ._version 0 again), so nothing may be kept by id()")
+def inputs_freed_between_calls(rng):
+    steps = [Call(*(rng.randn(2, 7, 8) for _ in range(3)), 2).temporary_inputs() for _ in range(4)]
+    return Case(steps=steps, grad=False)  # inference
