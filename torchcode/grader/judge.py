@@ -449,7 +449,8 @@ class Grader:
         """Run one prepared case on the worker: its result, and why the worker is gone (or None).
 
         With ``again`` (a case's first run), the run may take twice the limit: one-time loading (a lazy
-        import, CUDA kernels) is not the case's. One that needed more than the limit runs again on new
+        import, CUDA kernels) is not the case's. One that needed more than the limit is judged (its answer and notes
+        count; only its time is forgiven), then runs again on new
         inputs (``again()`` prepares them), within it. ``clock[0]`` adds up the worker's time."""
         lim, c = self.limits, prep.case
         left = max(lim.total_limit - clock[0], 0.0)
@@ -464,6 +465,14 @@ class Grader:
             took = time.perf_counter() - t
             if again and took > per_case:
                 clock[0] += took
+                # the slow first run's answer counts too (and what the guards noted in it): only its time is
+                # forgiven, so a first call that is slow and wrong, or slow and forbidden, fails here
+                first = None if worker.over_now() else problem.judge(prep, reply, tensors, notes)
+                if first is not None and not first.passed:
+                    if first.verdict is Verdict.CRASHED:
+                        worker.kill()
+                        return first, "an earlier case sent back a malformed result"
+                    return first, None
                 prep = again()
                 left = max(lim.total_limit - clock[0], 0.0)
                 budget = min(per_case, left)
