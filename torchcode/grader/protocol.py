@@ -18,6 +18,7 @@ Values inside the header:
 
 from __future__ import annotations
 
+import _socket
 import json
 import math
 import socket
@@ -28,6 +29,22 @@ from dataclasses import dataclass, field
 import torch
 
 _T = torch._C.TensorBase  # its methods, called as functions (Message.tensor)
+# What a worker sends with, bound before any submission runs: a submission that replaces socket.socket.sendall or
+# json.dumps (or json's encoder classes) in the worker cannot rewrite or drop what goes on the wire through them.
+# _socket.socket is a built-in type (its methods cannot be replaced); the encoder is json's C one, made once.
+_sendall = _socket.socket.sendall
+try:
+    _encoder = json.encoder.c_make_encoder(None, None, json.encoder.encode_basestring_ascii, None, ": ", ", ",
+                                           False, False, True)
+except (AttributeError, TypeError):  # a Python without json's C speedups
+    _encoder = None
+_dumps = json.dumps
+
+
+def _to_json(obj) -> str:
+    if _encoder is None:
+        return _dumps(obj)
+    return "".join(_encoder(obj, 0))
 
 DTYPES = {
     "float64": torch.float64, "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
@@ -124,11 +141,11 @@ class Message:
 
     def send(self, sock: socket.socket, header: dict) -> None:
         for b in self.frames(header):
-            sock.sendall(b)
+            _sendall(sock, b)
 
     def frames(self, header: dict) -> list[bytes]:
         """The message's bytes on the wire, in pieces."""
-        raw = json.dumps(dict(header, tensors=self.meta)).encode()
+        raw = _to_json(dict(header, tensors=self.meta)).encode()
         return [_HEAD.pack(len(raw), self.offset) + raw, *self.blobs]
 
 
