@@ -117,7 +117,7 @@ def test_positional_names_are_free_keyword_names_are_the_contract(grader, catalo
 
 
 def test_inputs_arrive_in_varied_memory_layouts(grader, catalog, tmp_path):
-    """In every check one case gets contiguous inputs, the others transposed, padded or permuted ones."""
+    """In every check half the cases get contiguous inputs, the others transposed, padded or permuted ones."""
     path = tmp_path / "sdpa.py"
     path.write_text((catalog.get("sdpa").solution_path).read_text() + (
         "\n_ref = scaled_dot_product_attention\n\n"
@@ -129,10 +129,10 @@ def test_inputs_arrive_in_varied_memory_layouts(grader, catalog, tmp_path):
     for seed in range(4):
         report = grader.grade(catalog.get("sdpa"), path, seed=seed)
         ok = [c.name for c in report.cases if c.passed]
-        assert len(ok) == 1, [(c.name, c.verdict.value) for c in report.cases]
+        assert len(ok) == len(report.cases) // 2, [(c.name, c.verdict.value) for c in report.cases]
         contiguous.update(ok)
         assert all("not contiguous" in c.message for c in report.cases if not c.passed)
-    assert len(contiguous) > 1  # which case stays contiguous depends on the seed
+    assert len(contiguous) > len(report.cases) // 2  # which cases stay contiguous depends on the seed
 
 
 def test_view_on_a_non_contiguous_input_says_to_reshape(grader, catalog):
