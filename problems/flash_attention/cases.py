@@ -78,9 +78,13 @@ def ragged_blocks(rng):
     return flash(rng, 2, 50, 16, block_size=16)
 
 
-@case(targets="the default block_size of 32")
+@case(targets="the default block_size of 32: called without block_size, no op may combine more than 32 keys")
 def default_block_size(rng):
-    return flash(rng, 1, 70, 8)
+    c = flash(rng, 1, 70, 8)
+    c.max_reduction = 33  # tiles of 32 keys (and a ragged one of 6): a larger default (64, 69) combines more
+    c.reduction_hint = ("called without block_size, the contract's default is block_size=32: tiles of at most 32 keys "
+                        "(a default of None resolved to another size in the body is another interface)")
+    return c
 
 
 @case(targets="many key blocks: an online softmax over tiles, never a softmax over all keys at once")
