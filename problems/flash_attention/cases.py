@@ -151,6 +151,12 @@ def small_tiles(rng, gap):
     return c  # a kernel walking the tiles in order, first by one walking them backwards
 
 
+@case(targets="one dominant key, then many tiles of small weights (and the same keys reversed): every tile counts, "
+              "however small its weights; none may be skipped", dtypes=("float32",))
+def small_weight_tiles(rng):
+    return small_tiles(rng, gap=12.0)  # the other keys weigh ~6e-6 each: 240 of them move the output by ~0.1%
+
+
 @case(targets="bfloat16, one dominant key then many small tiles (and the same keys reversed): " + LOW,
       dtypes=("bfloat16",))
 def many_small_tiles_bfloat16(rng):

@@ -146,6 +146,11 @@ def padding_flash(rng):
     return padded_prompt_then_decode(rng, config(hidden=32, heads=4, kv=1, flash=True), 8, lengths=[3, 5], S=5)
 
 
+@case(targets="a long prompt with a single padded slot, then decoding: even one padded key in 16 is never attended")
+def barely_padded_prompt_then_decode(rng):
+    return padded_prompt_then_decode(rng, config(), 8, lengths=[16, 15], S=16)
+
+
 @case(targets="right-padded prompts, then a chunk of 3 tokens at once: padding in the cache stays invisible to every "
               "new token (the causal mask alone does not hide it)")
 def padded_prompt_then_chunk(rng):

@@ -30,6 +30,18 @@ def _mask(rng, *shape):
     return m | torch.nn.functional.one_hot(first, shape[-1]).bool()
 
 
+@case(targets="a long padding mask that is almost all True, its first and last keys allowed, one or two keys hidden "
+              "inside: every False counts (a mask may be skipped only when all of it is True)")
+def mask_almost_all_true(rng):
+    mask = torch.ones(2, 3, 64, dtype=torch.bool)
+    mask[0, :, 37] = False  # one hidden key in 64 (98% True), not at an edge
+    mask[1, :, 20:22] = False
+    K = rng.randn(2, 64, 8)
+    K[0, 37], K[1, 20] = 3 * K[0, 37].sign(), 3 * K[1, 20].sign()  # the hidden keys would weigh a lot if seen
+    Q = K[:, [37, 20, 5]].clone() + 0.1 * rng.randn(2, 3, 8)
+    return Case(steps=[Call(Q, K, rng.randn(2, 64, 8), mask)])
+
+
 @case(targets="a mask that allows everything for batch element 0 only: every element's mask counts (a mask may be "
               "skipped only when all of it is True)")
 def mask_all_true_for_first_element(rng):
