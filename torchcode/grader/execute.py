@@ -188,6 +188,29 @@ def lay_out(t: torch.Tensor, layout: str, device) -> torch.Tensor:
     return out
 
 
+_SEARCH = 4096  # how many Python objects to try for a freed address (an allocator serves other blocks first)
+_empty, _detach = torch.empty, torch.Tensor.detach  # bound before any submission runs
+
+
+def _placed(t: torch.Tensor, address: int | None) -> torch.Tensor:
+    """``t`` as a Python object at ``address``, the address of a tensor the caller has just freed, when CPython can be
+    brought to hand it back: as in a caller's loop, where each step's new tensor often lands where the last one was.
+    Blocks of that size are taken (by empty tensors, kept until the end) until the freed one comes up; it is then
+    freed again and the next tensor object made (a detached alias of ``t``: same storage, strides and values) lands
+    there. ``t`` itself when the address is not free (the submission kept the old tensor) or not found."""
+    if address is None:
+        return t
+    fillers = []
+    for _ in range(_SEARCH):
+        f = _empty(0)
+        if id(f) == address:
+            del f
+            moved = _detach(t)
+            return moved if id(moved) == address else t
+        fillers.append(f)
+    return t
+
+
 def input_dims(steps) -> list[int]:
     """The number of dims of each input tensor of a program's calls, in the order ``run`` makes them."""
     dims: list[int] = []
@@ -259,6 +282,8 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
     handed: dict[tuple[int, object], torch.Tensor] = {}  # (call, position or keyword) -> the tensor object given
 
     made: dict[int, list[torch.Tensor]] = {}  # id(program tensor) -> its inputs made ahead, in the order of use
+    given: list[int] = []  # the addresses of the current call's new input tensors, in the order they were made
+    freed: list[int] = []  # those of the last temporary call, once freed: where the next call's inputs are placed
 
     def fresh_input(t: torch.Tensor) -> torch.Tensor:
         ahead = made.get(id(t))
@@ -266,7 +291,11 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
 
     def new_input(t: torch.Tensor) -> torch.Tensor:
         k, laid[0] = laid[0], laid[0] + 1
-        return lay_out(t, prog.layouts[k] if k < len(prog.layouts) else "contiguous", device)
+        made_now = lay_out(t, prog.layouts[k] if k < len(prog.layouts) else "contiguous", device)
+        if freed:
+            made_now = _placed(made_now, freed.pop(0))
+        given.append(id(made_now))
+        return made_now
 
     def make_ahead(v) -> None:
         """Make a call's new input tensors, in the order its arguments receive them, before anything else is
@@ -389,6 +418,8 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
                         weights[name] = value
         stage.name = f"in call {i + 1}"
         n_leaves = len(leaves)
+        if not made:
+            given.clear()  # (inputs made ahead were counted when they were made)
         a, kw = prog.calling.call(tuple(handing(resolve(x, i, j), i, j) for j, x in enumerate(args)),
                                   {k: handing(resolve(x, i, k), i, k) for k, x in kwargs.items()})
         # a case that grades no gradient calls as inference does, under torch.no_grad(): a path taken only when
@@ -404,9 +435,11 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
             for key in [k for k in handed if k[0] == i]:
                 del handed[key]
             del leaves[n_leaves:], a, kw
+            freed[:], given[:] = given, []
             if i + 1 < len(prog.steps):
                 for x in (*prog.steps[i + 1][0], *prog.steps[i + 1][1].values()):
                     make_ahead(x)
+            freed.clear()
 
     if prog.grad:
         stage.name = "in backward (while computing gradients)"
