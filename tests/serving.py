@@ -30,9 +30,11 @@ class Served:
     def base(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def request(self, method: str, path: str, *, headers: dict | None = None, body=None, auth: bool = True):
+    def request(self, method: str, path: str, *, headers: dict | None = None, body=None, auth: bool = True,
+                raw: bytes | None = None):
         """One request with exactly these headers (``Host`` defaults to 127.0.0.1:PORT).
-        ``auth`` adds the token as a bearer header. Returns (status, headers, parsed body)."""
+        ``auth`` adds the token as a bearer header; ``raw`` is a body sent as it is, in place of ``body`` as
+        JSON. Returns (status, headers, parsed body)."""
         h = {"Host": f"127.0.0.1:{self.port}"}
         if auth:
             h["Authorization"] = f"Bearer {self.token}"
@@ -40,7 +42,7 @@ class Served:
             h["X-Torchcode"] = "1"
         h.update(headers or {})
         h = {k: v for k, v in h.items() if v is not None}
-        data = json.dumps(body).encode() if body is not None else None
+        data = raw if raw is not None else json.dumps(body).encode() if body is not None else None
         if data is not None:
             h["Content-Type"] = "application/json"
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=300)

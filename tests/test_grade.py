@@ -204,6 +204,32 @@ def test_zip_is_unpacked_safely_through_wrapper_folders(tmp_path):
     assert not (found.root / "bob" / "link.py").exists()
 
 
+def test_a_zip_student_whose_only_file_is_skipped_keeps_a_row_and_a_repeated_member_is_said(tmp_path):
+    """As in a class given as a folder: a student whose only file is a link, too large or a folder still has a
+    folder (so a 'missing' row and a reason), and a member the zip holds twice is named, the last copy graded."""
+    from torchcode.classroom.discover import MAX_FILE
+
+    archive = tmp_path / "export.zip"
+    right, wrong = (CLASS / "alice" / "sdpa.py").read_bytes(), b"def scaled_dot_product_attention(*a): return 0\n"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("export/carol/sdpa.py", right)
+        z.writestr("export/carol/sdpa.py", wrong)
+        link = zipfile.ZipInfo("export/frank/sdpa.py")
+        link.external_attr = (0o120777 << 16)
+        z.writestr(link, "/etc/passwd")
+        z.writestr("export/gina/sdpa.py", b"#" * (MAX_FILE + 1))
+        z.writestr(zipfile.ZipInfo("export/hank/sdpa.py/"), b"")
+        z.writestr("export/ivan/sdpa.py", right)
+    found = discover(archive, ["sdpa"], tmp_path / "unpacked")
+    assert found.students == ["carol", "frank", "gina", "hank", "ivan"]
+    assert [s.student for s in found.submissions] == ["carol", "ivan"]
+    assert (found.root / "carol" / "sdpa.py").read_bytes() == wrong
+    said = "\n".join(found.unknown)
+    assert "export/carol/sdpa.py: in the zip 2 times; the last copy is graded" in said, said
+    for student, why in [("frank", "a link inside the zip"), ("gina", "too large"), ("hank", "a folder inside")]:
+        assert f"export/{student}/sdpa.py: {why}" in said and f"export/{student}/: no submission for sdpa" in said, said
+
+
 @pytest.mark.parametrize("args, message", [
     (["nowhere"], "no such folder or zip"),
     (["notes.txt"], "neither a folder nor a zip"),

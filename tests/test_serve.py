@@ -189,6 +189,13 @@ def test_a_text_no_file_can_hold_is_refused_not_a_server_error(served):
     assert "Traceback" not in "".join(served.output)
 
 
+def test_a_body_that_is_not_a_json_object_is_a_400_never_a_server_error(served):
+    for raw in (b"{", b"[1, 2]", b"\xff\xfe", b'{"a":' * 100_000):  # the last nests deeper than the parser goes
+        status, _, answer = served.request("POST", "/api/p/sdpa/check", raw=raw)
+        assert status == 400 and "JSON" in answer["error"], (raw[:20], status, answer)
+    assert "Traceback" not in "".join(served.output)
+
+
 def test_a_file_that_is_not_utf8_is_never_mangled_by_the_editor(served):
     """UTF-16 (PowerShell's `>`) and Latin-1 bytes without a coding line: shown read-only with what to do,
     a save refused, Convert to UTF-8 keeps the original as a backup. A declared encoding and a UTF-8 BOM are

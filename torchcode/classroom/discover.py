@@ -236,28 +236,35 @@ def unzip(archive: Path, dest: Path) -> list[str]:
         raise UsageError(f"{archive} cannot be read as a zip ({type(e).__name__}: {str(e)[:200]}), e.g. a member "
                          "whose name is not the UTF-8 the zip claims: unpack it with another tool and grade the "
                          "folder") from None
+    written: dict[tuple[str, ...], int] = {}  # member path -> how many copies the zip holds
     with z:
         for info in z.infolist():
             info.filename = _member_name(info)
             name = PurePosixPath(info.filename.replace("\\", "/"))
             mode = info.external_attr >> 16
-            if info.is_dir():
-                continue
             if name.is_absolute() or ".." in name.parts or not name.parts:
-                skipped.append(f"{info.filename}: unsafe name in the zip (outside the folder), skipped")
+                if not info.is_dir():
+                    skipped.append(f"{info.filename}: unsafe name in the zip (outside the folder), skipped")
                 continue
             if len(name.parts) > MAX_DEPTH:
                 skipped.append(f"{info.filename[:200]}: nested more than {MAX_DEPTH} folders deep in the zip, skipped")
                 continue
+            if any(p in IGNORED for p in name.parts):
+                continue
+            target = dest.joinpath(*name.parts)
+            # the folders a member lies in are made whatever becomes of it: a student whose only file is skipped
+            # (a link, too large) still has a folder, and so a row, as in a class given as a folder
+            if info.is_dir():
+                _make_folder(target, info.filename, skipped)  # a folder named like a submission is reported later
+                continue
+            if not _make_folder(target.parent, info.filename, skipped):
+                continue
             if stat.S_ISLNK(mode):
                 skipped.append(f"{info.filename}: a link inside the zip, skipped")
-                continue
-            if any(p in IGNORED for p in name.parts):
                 continue
             if info.file_size > MAX_FILE or total + info.file_size > MAX_ZIP_TOTAL:
                 skipped.append(f"{info.filename}: too large ({info.file_size} bytes), skipped")
                 continue
-            target = dest.joinpath(*name.parts)
             try:
                 with z.open(info) as src:
                     data = src.read(MAX_FILE + 1)  # the header's size may lie
@@ -268,13 +275,25 @@ def unzip(archive: Path, dest: Path) -> list[str]:
                 skipped.append(f"{info.filename}: too large, skipped")
                 continue
             try:  # a name that is a file in one member and a folder in another, a name the system refuses
-                target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(data)
             except (OSError, ValueError) as e:
                 skipped.append(f"{info.filename}: cannot be unpacked ({getattr(e, 'strerror', None) or e}), skipped")
                 continue
             total += len(data)
+            written[name.parts] = written.get(name.parts, 0) + 1
+    for parts, copies in written.items():
+        if copies > 1:  # as unzip and zip's own update append them: the last copy is the newest
+            skipped.append(f"{'/'.join(parts)}: in the zip {copies} times; the last copy is graded, the others skipped")
     return skipped
+
+
+def _make_folder(folder: Path, member: str, skipped: list[str]) -> bool:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        return True
+    except (OSError, ValueError) as e:  # a file of the same name unpacked before, a name the system refuses
+        skipped.append(f"{member}: cannot be unpacked ({getattr(e, 'strerror', None) or e}), skipped")
+        return False
 
 
 def where_they_are(root: Path, problems: list[str], typed: str) -> str:

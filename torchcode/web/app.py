@@ -236,7 +236,7 @@ async def _body(request: Request):
         return {}
     try:
         body = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
         return _error(400, "the request body is not JSON")
     return body if isinstance(body, dict) else _error(400, "the request body must be a JSON object")
 
