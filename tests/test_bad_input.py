@@ -205,6 +205,16 @@ def test_grade_refuses_an_out_among_the_students_files(cli, workdir, args, words
     assert (workdir / "notes.txt").read_text() == "my notes\n"
 
 
+def test_an_out_that_links_to_the_only_students_folder_is_said_so(cli, workdir):
+    """--out through a link into the one student's folder took that student: "no submissions in class"."""
+    (workdir / "class" / "zed").mkdir(parents=True)
+    (workdir / "class" / "zed" / "sdpa.py").write_text("x = 1\n")
+    (workdir / "class" / "grades").symlink_to(workdir / "class" / "zed")
+    run = cli("grade", "class", "--out", "class/grades", "--device", "cpu")
+    assert run.code == 2 and "--out class/grades is inside the student folder zed/" in run.err, run.text
+    assert [p.name for p in (workdir / "class" / "zed").iterdir()] == ["sdpa.py"]
+
+
 def test_a_student_folder_with_a_file_named_like_the_gradebook_is_still_no_out(cli, workdir):
     """A student's folder holding their own gradebook.sqlite3 was taken for a grades folder: --out there mixed the
     class's grades into that student's files."""

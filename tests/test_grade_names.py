@@ -204,3 +204,16 @@ def test_grading_a_device_or_a_pipe_is_one_message(tmp_path, target):
     assert p.returncode == 2 and b"Traceback" not in p.stderr, p.stdout + p.stderr
     assert b"is neither a folder nor a zip file" in p.stderr
     assert not (tmp_path / "x").exists()
+
+
+def test_a_student_name_with_a_newline_never_breaks_a_line_of_the_run(tmp_path):
+    klass = tmp_path / "class"
+    (klass / "new\nline").mkdir(parents=True)
+    shutil.copy(CLASS / "bob" / "sdpa.py", klass / "new\nline" / "sdpa.py")
+    p = cli("grade", "class", "--problems", "sdpa", "--out", "out", "--seed", "7", "--device", "cpu",
+            "--workers", "1", "--feedback", "full", home=tmp_path / "home", cwd=tmp_path)
+    out = p.stdout.decode()
+    assert p.returncode == 0 and b"Traceback" not in p.stderr, out + p.stderr.decode()
+    assert "(last: new\\nline/sdpa.py)" in out, out
+    assert not any(ln.startswith("line") for ln in out.splitlines()), out
+    assert sheet(tmp_path / "out")[("new\nline", "sdpa")]["verdict"] == "wrong_answer"  # the record keeps the name

@@ -57,12 +57,12 @@ def test_json_report_is_inert_and_lossless(cli):
 
 
 def test_a_file_name_with_control_characters_is_shown_escaped(cli, workdir):
-    name = "\x1b[2Jsdpa\x07.py"
+    name = "\x1b[2Jsdpa\x07\nWrong.py"  # a newline too: the name never breaks the report's first line
     shutil.copy(HOSTILE / "returns_zeros.py", workdir / name)
     r = cli("check", name, "--problem", "sdpa", "--device", "cpu")
     assert r.code == 1, r.text
     assert "\x1b" not in r.out and "\x07" not in r.out
-    assert "\\x1b[2Jsdpa\\x07.py" in r.out
+    assert "\\x1b[2Jsdpa\\x07\\nWrong.py" in r.out.splitlines()[0], r.out
 
 
 def _torchcode() -> list[str]:
@@ -157,11 +157,12 @@ def test_locale_decision():
 
 
 def test_inert_escapes_every_control_character():
-    from torchcode.render.terminal import inert
+    from torchcode.render.terminal import inert, inert_name
 
     controls = "".join(chr(c) for c in [*range(0x20), 0x7f, *range(0x80, 0xa0), 0x202e, 0x2066])
     assert all(0x20 <= ord(c) < 0x7f or c in "\n\t" for c in inert(controls))
     assert inert("a\r\nb\tc") == "a\nb\tc" and inert("x\x1b[2Jy") == "x\\x1b[2Jy" and inert("é✓") == "é✓"
+    assert inert_name("a\r\nb\tc\x1b") == "a\\r\\nb\\tc\\x1b" and inert_name("josé/sdpa.py") == "josé/sdpa.py"
 
 
 @pytest.mark.parametrize("json_", [False, True])

@@ -42,7 +42,7 @@ def test_a_folder_or_a_mistyped_file_says_what_to_type(cli, workdir):
     (workdir / "sdpa.py").write_text(SOLUTION)
     (workdir / "mine.py").write_text(SOLUTION)
     folder, typo, bench_folder, bench_file, bench_both, bench_p, watch_empty, serve_file, watch_none, \
-        check_two, check_both, watch_two = at_once(
+        check_two, check_both, watch_two, empty = at_once(
         lambda: cli("check", "class"),
         lambda: cli("check", "spda.py"),
         lambda: cli("bench", "class/"),
@@ -55,11 +55,13 @@ def test_a_folder_or_a_mistyped_file_says_what_to_type(cli, workdir):
         lambda: cli("check", "mine.py", "sdpa", "--device", "cpu"),  # PROBLEM FILE, either way round (it was
         lambda: cli("check", "mine.py", "sdpa", "-p", "sdpa"),       # "unexpected extra argument")
         lambda: cli("watch", "sdpa", "nosuch.py"),
+        lambda: cli("check", ""),
     )
-    for r in (folder, typo, bench_folder, bench_file, bench_both, bench_p, serve_file, watch_none):
+    for r in (folder, typo, bench_folder, bench_file, bench_both, bench_p, serve_file, watch_none, empty):
         assert r.code == 2 and r.out == "" and "Traceback" not in r.err, r.text
     assert "class is a folder; name one file in it: `torchcode check class/sdpa.py`. " in folder.err, folder.err
     assert "torchcode grade FOLDER" in folder.err and "notes.py" not in folder.err
+    assert "'' (an empty name: this folder) is a folder; name one file in it: `torchcode check sdpa.py`" in empty.err
     assert "no such file: spda.py. Did you mean: sdpa.py?" in typo.err, typo.err
     assert "`torchcode bench class/sdpa.py`" in bench_folder.err, bench_folder.err
     assert "cannot tell which problem mine.py solves: add --problem PROBLEM" in bench_file.err, bench_file.err

@@ -19,7 +19,7 @@ from rich.text import Text
 
 from torchcode.classroom.gradebook import Row
 from torchcode.render import verdict_label
-from torchcode.render.terminal import inert
+from torchcode.render.terminal import inert, inert_name
 
 FEEDBACK_MODES = ("full", "summary", "none")
 MISSING = "missing"  # the student has no file for this problem
@@ -139,7 +139,7 @@ def write_feedback(folder: Path, entries: list[Entry], *, seed: int, mode: str, 
         name = names[student]
         buf = _Utf8()
         con = Console(file=buf, width=100, color_system=None, force_terminal=False, highlight=False, soft_wrap=False)
-        con.print(Text(f"Feedback for {inert(student)} (torchcode grade, seed {seed})"), soft_wrap=True)
+        con.print(Text(f"Feedback for {inert_name(student)} (torchcode grade, seed {seed})"), soft_wrap=True)
         for e in mine:
             con.print(Text(f"\n== {e.problem} " + "=" * max(0, 90 - len(e.problem))))
             if e.row is None:
@@ -227,15 +227,15 @@ def summary(con: Console, entries: list[Entry], problems: list[str], *, most: in
         if ranked:
             b = Table(title="Fastest accepted kernels (time / the reference's, geometric mean over sizes)",
                       title_justify="left")
-            for col in ("problem", "rank", "student", "x ref", f"ms at largest size"):
+            for col in ("problem", "rank", "student", "x ref", "ms at largest size"):
                 b.add_column(col, justify="left" if col in ("problem", "student") else "right", no_wrap=True)
             for e in ranked:
                 if e.rank <= 3:
                     bb = e.row.bench
-                    b.add_row(e.problem, str(e.rank), Text(inert(e.student)), f"{bb['ratio']:.2f}x",
+                    b.add_row(e.problem, str(e.rank), Text(inert_name(e.student)), f"{bb['ratio']:.2f}x",
                               f"{bb['seconds'] * 1e3:.3g} (size {bb['size']})")
             con.print(b)
         failed = [e for e in entries if e.row and e.row.bench and "error" in e.row.bench]
         for e in failed:
-            con.print(f"not timed: {inert(e.student)}/{e.problem}.py: {inert(e.row.bench['error'])}",
+            con.print(f"not timed: {inert_name(e.student)}/{e.problem}.py: {inert(e.row.bench['error'])}",
                       highlight=False, markup=False)

@@ -25,7 +25,7 @@ from torchcode.commands import interrupts
 from torchcode.commands.common import wanted_dtypes
 from torchcode.errors import UsageError
 from torchcode.progress import SEED_MAX, SEED_MIN
-from torchcode.render.terminal import inert
+from torchcode.render.terminal import inert, inert_name
 
 
 @dataclass
@@ -57,11 +57,11 @@ def run(opts: Options, cat: Catalog, con: Console) -> int:
         wanted_dtypes(cat.get(p), opts.dtypes)  # a --dtype a problem does not declare is refused before anything starts
     with tempfile.TemporaryDirectory(prefix="torchcode-grade-") as unpack:
         found = discover(opts.submissions, problems, Path(unpack) / "unpacked", skip=opts.out, known=tuple(cat.ids()))
+        _out_apart(opts.out, opts.submissions, found.root)  # first: --out in a student's folder takes that student
         if not found.submissions and not found.unreadable:
             raise UsageError(f"no submissions in {opts.submissions}: it should hold one folder per student with "
                              f"PROBLEM.py files for {', '.join(problems)} (the files `torchcode start` writes)."
                              + where_they_are(found.root, problems, str(opts.submissions)))
-        _out_apart(opts.out, opts.submissions, found.root)
         if not opts.problems:  # the assignment is what the class handed in, not every problem of the course
             handed_in = {s.problem for s in found.submissions} | {p for _, p in found.unreadable}
             problems = [p for p in problems if p in handed_in]
@@ -137,8 +137,8 @@ def _grade(opts: Options, cat: Catalog, con: Console, book: Gradebook, found: Di
     for (student, problem), why in sorted(errors.items()):
         same.setdefault((problem, why), []).append(student)
     for (problem, why), students in same.items():
-        who = (f"{inert(students[0])}/{problem}.py" if len(students) == 1 else f"{len(students)} submissions of "
-               f"{problem} ({', '.join(inert(s) for s in students[:3])}{', ...' if len(students) > 3 else ''})")
+        who = (f"{inert_name(students[0])}/{problem}.py" if len(students) == 1 else f"{len(students)} submissions of "
+               f"{problem} ({', '.join(inert_name(s) for s in students[:3])}{', ...' if len(students) > 3 else ''})")
         con.print(f"not graded: {who}: {inert(why)}", highlight=False, markup=False)
     con.print(f"Wrote {opts.out / 'grades.csv'}, grades.json"
               + (f" and feedback/ ({opts.feedback})" if opts.feedback != "none" else "")
@@ -326,7 +326,7 @@ class _progress:
 
         self.done += 1
         if self.bar is not None:
-            self.bar.update(self.task, advance=1, description=inert(f"{sub.student}/{sub.problem}.py"))
+            self.bar.update(self.task, advance=1, description=inert_name(f"{sub.student}/{sub.problem}.py"))
             return
         now = time.monotonic()
         if self.said is not None and now - self.said < self.EVERY and self.done < self.total:
@@ -336,7 +336,7 @@ class _progress:
         left = elapsed / self.done * (self.total - self.done)
         self.con.print(f"{self.what} {self.done}/{self.total} ({self.done / self.total:.0%}), {_clock(elapsed)} elapsed"
                        + (f", about {_clock(left)} left" if self.done < self.total else "")
-                       + f" (last: {inert(sub.student)}/{sub.problem}.py)", highlight=False, markup=False, soft_wrap=True)  # rich flushes: in the log now
+                       + f" (last: {inert_name(sub.student)}/{sub.problem}.py)", highlight=False, markup=False, soft_wrap=True)  # rich flushes: in the log now
 
     def __exit__(self, *exc):
         if self.bar is not None:

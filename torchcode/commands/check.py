@@ -23,7 +23,7 @@ from torchcode.progress import SEED_MAX, SEED_MIN
 from torchcode.progress.record import record_report
 from torchcode.render import console, err_console, progress_line
 from torchcode.render.progress_line import ProgressLine
-from torchcode.render.terminal import inert
+from torchcode.render.terminal import inert_name
 
 INTERRUPTED = "interrupted: the check was stopped and nothing was recorded"
 
@@ -40,7 +40,7 @@ def run(target: str | None, problem: str | None, seed: int | None, as_json: bool
     st = store()
     spec, path = resolve_target(cat, st, target, problem, file=file)
     wanted = wanted_dtypes(spec, dtypes)
-    with ProgressLine(inert(display_path(path)), enabled=progress_line.wanted(as_json),
+    with ProgressLine(inert_name(display_path(path)), enabled=progress_line.wanted(as_json),
                       limit=limits.time_limit or spec.grading.time_limit) as line:
         line.start()  # importing torch takes a second or more: the line says so after half a second
         from torchcode.grader.judge import Grader, resolve_device  # the only command that imports torch

@@ -157,7 +157,7 @@ def _a_folder(cat: Catalog, folder: Path, typed: str, command: str) -> str:
         pid = cat.find(f.stem)
         if pid is not None:
             found.append(f"`torchcode {command} {display_path(f)}`")
-    msg = f"{typed} is a folder; name one file in it"
+    msg = f"{typed if typed.strip() else repr(typed) + ' (an empty name: this folder)'} is a folder; name one file in it"
     if found:
         shown = ", ".join(found[:4]) + (f" and {len(found) - 4} more" if len(found) > 4 else "")
         msg += f": {shown}"

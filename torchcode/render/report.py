@@ -8,7 +8,7 @@ from rich.text import Text
 
 from torchcode.grader.result import Report, Verdict, plain_mismatch
 from torchcode.render import verdict_label
-from torchcode.render.terminal import glyphs, inert
+from torchcode.render.terminal import glyphs, inert, inert_name
 
 
 def report(con: Console, r: Report, *, display_file: str, pack: str | None = None,
@@ -17,7 +17,7 @@ def report(con: Console, r: Report, *, display_file: str, pack: str | None = Non
     ``pack``: the problem pack the problem comes from, when not the built-in course (for the reproduce line).
     ``reproduce``: how to re-run this grade, when not the `torchcode check` command line (Jupyter)."""
     g = glyphs(con.file)
-    display_file = inert(display_file)
+    display_file = inert_name(display_file)
     style, label = verdict_label(r.verdict.value)
     head = Text.assemble((f"{label}", style), f"  {r.problem}  ", (display_file, "dim"),
                          f"  {r.cases_passed}/{len(r.cases)} cases  {r.seconds:.2f}s")

@@ -151,3 +151,9 @@ def inert(text: str) -> str:
     (never parsed as markup) or print it with ``markup=False``.
     """
     return _UNSAFE.sub(_escape, text.replace("\r\n", "\n"))
+
+
+def inert_name(name: str) -> str:
+    """A file, folder or student name made inert and kept on one line: a newline or tab in it is shown as
+    ``\\n`` / ``\\t``, never breaking the line that names it."""
+    return _UNSAFE.sub(_escape, name).replace("\n", "\\n").replace("\t", "\\t")
