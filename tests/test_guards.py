@@ -141,7 +141,7 @@ def test_every_route_to_a_forbidden_kernel_is_refused_and_tampering_is_reported(
 
 def test_a_variable_named_like_an_escape_hatch_attribute_is_the_learners_own():
     """`gc.callbacks` and `from gc import callbacks` are refused by name; a local list called `callbacks` is not."""
-    from torchcode.grader.guards import scan_source
+    from torchcode.grader.hatches import scan_source
 
     assert scan_source("callbacks = []\nfor f in callbacks:\n    f()\n") == []
     assert [n for n, _, _ in scan_source("import gc\ngc.callbacks.append(print)\n")] == ["callbacks"]

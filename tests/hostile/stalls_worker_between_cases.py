@@ -2,7 +2,7 @@
 # Patches the socket class the worker's own connection belongs to: once the first case's answer has been
 # computed, the worker's next read (of its next case) stalls forever. The answers are right, but the worker
 # never takes the next case. The judge's deadline ends it (no hang, no verdict from a stale reply).
-# (It used a profile hook before; those are refused by name now: see setprofile in guards.ESCAPE_HATCHES.)
+# (It used a profile hook before; those are refused by name now: see setprofile in hatches.ESCAPE_HATCHES.)
 import math
 import socket
 import time

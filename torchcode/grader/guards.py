@@ -6,15 +6,14 @@
   holds on every thread and for every way in (aliases, ``torch.ops``, TorchScript, vmap). On
   top, a torch function mode sees every torch function and ``torch.ops`` call however it was
   imported or aliased, and a torch dispatch mode underneath sees the aten kernels.
-- Escape hatches that switch those modes off, or reach into the grader, are found by reading
-  the source (``scan_source``) before anything runs; after each call the guard checks that its
-  modes and kernels are still in place (a change is reported as tampering).
+- After each call the guard checks that its modes and kernels are still in place (a change is
+  reported as tampering). The ways to switch them off before that are closed in ``hatches``.
 - Memory: the dispatch mode records the largest storage any op allocated, so a problem can
   forbid the full S x S score matrix.
 - Work: the dispatch mode counts arithmetic (multiply-adds of matrix products, elements read by
   reductions, elements written by pointwise ops), so a problem can bound how work grows with S;
   and it records the widest reduction (the most values one op combines into one result, e.g. a
-  softmax over every key at once).
+  softmax over every key at once). What each op costs is ``opcount``'s.
 
 Each finding is sent to the trusted side at once (``report``), where the learner's code can no
 longer take it back; a learner who catches our exception still gets the verdict.
@@ -22,17 +21,15 @@ longer take it back; a learner who catches our exception still gets the verdict.
 
 from __future__ import annotations
 
-import ast
-import contextlib
 import functools
 import importlib
-import os
-import sys
 import warnings
 
 import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
+
+from torchcode.grader import opcount
 
 SDPA = "torch.nn.functional.scaled_dot_product_attention"
 MHA = ("torch.nn.MultiheadAttention", "torch.nn.functional.multi_head_attention_forward")
@@ -50,71 +47,6 @@ BAN_KEYS = ("CompositeImplicitAutograd", "FuncTorchBatchedDecomposition", "FuncT
             "CompositeExplicitAutograd",
             "CompositeExplicitAutogradNonFunctional", "Autograd", "CPU", "CUDA", "NestedTensorCPU",
             "NestedTensorCUDA", "AutogradNestedTensor")
-
-# Names whose mere use in a submission means switching guards off or reading the grader.
-_OFF = "switches off torch function modes (the grader's call guard)"
-_POP = "removes or replaces the grader's guard modes"
-_DISPATCH = "switches off torch dispatch modes (the grader's guards)"
-_FRAMES = "reaches into the grader's frames or memory"
-ESCAPE_HATCHES = {
-    "DisableTorchFunction": _OFF,
-    "DisableTorchFunctionSubclass": _OFF,
-    "_disabled_torch_function_impl": "switches off torch function handling",
-    "_DisableTorchDispatch": _DISPATCH,
-    "_ExcludeDispatchKeyGuard": _DISPATCH,
-    "_disable_current_modes": _DISPATCH,
-    "_pop_mode": _POP,
-    "_pop_mode_temporarily": _POP,
-    "_pop_torch_function_stack": _POP,
-    "_pop_torch_dispatch_stack": _POP,
-    "_unset_dispatch_mode": _POP,
-    "_set_torch_function_mode": _POP,
-    "_destroy": "removes the grader's kernel guards",
-    "_getframe": _FRAMES,
-    "currentframe": _FRAMES,
-    "f_back": _FRAMES,
-    "f_globals": _FRAMES,
-    "f_locals": _FRAMES,
-    "tb_frame": _FRAMES,
-    "get_objects": _FRAMES,
-    "get_referrers": _FRAMES,
-    "get_referents": _FRAMES,
-    "__closure__": _FRAMES,  # the grader's wrappers keep what they wrap in closures and keyword defaults
-    "cell_contents": _FRAMES,
-    "__kwdefaults__": _FRAMES,
-    "__defaults__": _FRAMES,
-    "__globals__": _FRAMES,
-    "__wrapped__": _FRAMES,
-    "setprofile": "runs code inside the grader's guards (a profile hook)",
-    "settrace": "runs code inside the grader's guards (a trace hook)",
-    "callbacks": "runs code inside the grader's guards (garbage-collector callbacks)",
-    "torchcode": "reaches into the grader and its reference solutions",
-}
-
-
-# matrix products: work = output elements x the contracted size
-_MATMUL = {"mm", "bmm", "addmm", "baddbmm", "addbmm", "mv", "addmv", "dot", "vdot", "_addmm_activation", "_int_mm",
-           "_weight_int8pack_mm", "_weight_int4pack_mm", "_weight_int4pack_mm_for_cpu", "_scaled_mm"}
-_OUTER = {"addr", "outer", "ger"}  # outer products: one multiply-add per element written
-_SOFTMAX = {"_softmax", "_log_softmax", "_safe_softmax", "softmax", "log_softmax", "_masked_softmax"}
-# Ops that combine many values into each result without being a matrix product, a softmax or a tagged
-# reduction (convolutions, pooling, scans, sorting, distances, norms, losses, FFTs): measured by ``_extent``.
-_SCANS = {"cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "_cummax_helper", "_cummin_helper",
-          "_logcumsumexp"}
-_SELECTS = {"sort", "argsort", "topk", "kthvalue", "median", "nanmedian", "mode", "msort"}
-_PAIRWISE = {"_cdist_forward", "cdist", "_euclidean_dist", "_pdist_forward", "pdist", "dist"}
-_NORMS = {"native_layer_norm", "native_group_norm", "native_batch_norm", "_native_batch_norm_legit",
-          "_native_batch_norm_legit_no_training", "_fused_rms_norm", "rms_norm", "renorm"}
-# Ops that combine values in ways these guards cannot measure (many-to-one scatters, bags, histograms, linear
-# algebra): refused where a case bounds memory or work.
-_UNMEASURED = {"scatter_add", "scatter_reduce", "index_add", "index_reduce", "_embedding_bag",
-               "_embedding_bag_forward_only", "embedding_bag", "bincount", "histc", "histogram",
-               "_histogramdd_from_bin_cts",
-               "_histogramdd_from_bin_tensors", "_segment_reduce", "segment_reduce", "_trilinear", "trace",
-               "triangular_solve", "cholesky_solve", "cholesky_inverse", "geqrf", "ormqr", "lu_unpack", "_lu_with_info",
-               "inverse", "det", "logdet", "slogdet", "matrix_exp", "matrix_power", "pinverse", "kron", "lu_solve"}
-_ACCUMULATE = {"index_put", "_index_put_impl_", "put", "index_put_", "put_"}  # many-to-one with accumulate=True
-
 
 class ForbiddenCall(BaseException):
     """Raised into the learner's code; BaseException so ``except Exception`` does not hide it."""
@@ -326,9 +258,9 @@ class Guard:
                 if n <= self.largest and n * t.element_size() <= self.largest_bytes:
                     continue  # fresh or not, it changes nothing
                 if seen is None:
-                    seen = {_storage_ptr(i) for i in inputs if isinstance(i, torch.Tensor)}
-                    mine = {_storage_ptr(w) for w in written}
-                if _storage_ptr(t) in seen and _storage_ptr(t) not in mine:
+                    seen = {opcount.storage_ptr(i) for i in inputs if isinstance(i, torch.Tensor)}
+                    mine = {opcount.storage_ptr(w) for w in written}
+                if opcount.storage_ptr(t) in seen and opcount.storage_ptr(t) not in mine:
                     continue
                 if n > self.largest:
                     shape = list(t.shape) if n == t.numel() else [n]  # a buffer written in part: all of it
@@ -339,12 +271,12 @@ class Guard:
 
     def _count(self, func, args, kwargs, out) -> None:
         """Add an op's arithmetic to ``work`` and remember the widest reduction (float inputs only)."""
-        name, matmul, reduction, pointwise = _kind(func)
+        name, matmul, reduction, pointwise = opcount.kind(func)
         first = args[0] if args and isinstance(args[0], torch.Tensor) else None
         if matmul:
             a = args[1] if name.startswith(("add", "_addmm")) or name == "baddbmm" else args[0]
             inner = a.shape[-1] if isinstance(a, torch.Tensor) and a.dim() else 1
-            n = sum(t.numel() for t in _tensors(out))
+            n = sum(t.numel() for t in opcount.tensors(out))
             self.work += n * inner
             self._widest(inner, name, a)
         elif first is not None and reduction:
@@ -357,11 +289,11 @@ class Guard:
                     extent *= first.shape[d]
                 self._widest(extent, name, first)
         elif pointwise:
-            self.work += max((t.numel() for t in _tensors(out)), default=0)
+            self.work += max((t.numel() for t in opcount.tensors(out)), default=0)
         elif first is not None:
-            extent = _extent(name, func, args, kwargs, first)
+            extent = opcount.extent(name, func, args, kwargs, first)
             if extent is not None:
-                n = max((t.numel() for t in _tensors(out)), default=0)
+                n = max((t.numel() for t in opcount.tensors(out)), default=0)
                 self.work += max(n * extent, first.numel())
                 self._widest(extent, name, first)
 
@@ -421,36 +353,6 @@ class Guard:
             _REPORT[0](tamper=self.tampered)
 
 
-# torch's own Tensor methods as the worker found them, before the learner's file ran: the worker reads results
-# through them (encoding a reply calls detach, contiguous, numpy) after the guard has exited, so a method replaced by
-# the learner's code would run there, unmeasured (the real forward computed while the reply is encoded).
-_TENSOR_METHODS: list = []
-
-
-def keep_tensor_methods() -> None:
-    """Note what torch.Tensor and its C base hold now (worker only: once, after torch's preloads and before any of
-    the learner's code runs)."""
-    _TENSOR_METHODS[:] = [(cls, dict(vars(cls))) for cls in (torch.Tensor, torch._C.TensorBase)]
-
-
-def tensor_methods_replaced() -> str:
-    """The first attribute of torch.Tensor (or its C base) set, replaced or removed since keep_tensor_methods ('' if
-    none)."""
-    for cls, kept in _TENSOR_METHODS:
-        now = vars(cls)
-        for name in sorted(now.keys() ^ kept.keys()):
-            if name not in _PYTHON_SETS:
-                return f"{cls.__name__}.{name}"
-        for name, value in kept.items():
-            if name not in _PYTHON_SETS and now.get(name) is not value:
-                return f"{cls.__name__}.{name}"
-    return ""
-
-
-# What Python itself caches on a class: copyreg notes __slotnames__ the first time one is pickled (torch.save)
-_PYTHON_SETS = frozenset({"__slotnames__"})
-
-
 def _stack_depths() -> tuple[int, int]:
     try:
         return torch._C._len_torch_function_stack(), torch._C._len_torch_dispatch_stack()
@@ -467,7 +369,7 @@ class _CallGuard(TorchFunctionMode):
         guard = self.guard
         name = guard.by_id.get(id(func))
         if name is None and isinstance(func, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
-            name = guard.ops.get(_op_name(func))
+            name = guard.ops.get(opcount.op_name(func))
         if name is None and guard.measured and not guard.measuring:
             name = _leaves_torch(guard, func, args) or _subclassed(func, args, kwargs)
         if name is not None:
@@ -494,92 +396,6 @@ MAX_SCALARS = 256  # per call: a few loop bounds or checks, not the inputs
 _LEAVING = "tensor data taken out of torch, where this case measures memory and work: compute with torch ops"
 
 
-def watch_exports() -> None:
-    """Wrap EXPORT_FUNCTIONS (worker only): inside a measuring guard, calling one is a forbidden call."""
-    for module, name in EXPORT_FUNCTIONS:
-        try:
-            mod = importlib.import_module(module)
-            fn = getattr(mod, name)
-        except (ImportError, AttributeError):
-            continue
-        if getattr(fn, "__torchcode_watched__", False):
-            continue
-
-        def watched(*args, __fn=fn, __name=f"{module}.{name}", **kwargs):
-            if _ACTIVE and _ACTIVE[-1].measured:
-                _ACTIVE[-1].forbid(f"{__name} ({_LEAVING})")
-            return __fn(*args, **kwargs)
-
-        watched.__torchcode_watched__ = True
-        setattr(mod, name, watched)
-
-
-_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
-_REGISTERING = (os.path.join(_TORCH_DIR, "library.py"), os.path.join(_TORCH_DIR, "_library") + os.sep,
-                os.path.join(_TORCH_DIR, "_ops.py"), contextlib.__file__)
-
-
-def watch_registrations() -> None:
-    """Wrap torch's kernel registration (worker only, after ``ban_kernels``): a kernel of the learner's own for one
-    of torch's operators (``torch.library.Library("aten", "IMPL")``, ``torch.library.impl``) is a forbidden call.
-    Such a kernel runs while the guards' modes are off the stack: nothing it computes is measured. Operators in
-    a namespace of the learner's own stay allowed (where a case measures, running one is refused)."""
-    C = torch._C
-    real = getattr(C, "_dispatch_library", None)
-    if real is None or getattr(real, "__torchcode_watched__", False):
-        return
-    taken = {op.split("::")[0] for op in C._dispatch_get_all_op_names()}
-
-    def watched(kind, ns, *args, **kwargs):
-        if ns in taken and kind != "DEF" and not _from_torch(sys._getframe(1)):
-            name = f"torch.library.Library({ns!r}, {kind!r}) (a kernel of your own for torch's operators)"
-            if _ACTIVE:
-                _ACTIVE[-1].forbid(name)
-            _REPORT[0](forbidden=name)
-            raise ForbiddenCall(f"{name} is forbidden")
-        return real(kind, ns, *args, **kwargs)
-
-    watched.__torchcode_watched__ = True
-    C._dispatch_library = watched
-
-
-# Ways to run Python at any moment, the guards' own handlers included (which run with the guard modes off the
-# stack, where nothing is measured or refused): a profile or trace hook runs at every call, a signal handler
-# between any two bytecodes. Submissions never need them: the worker replaces them with functions that refuse
-# a Python callable (ignoring a signal, or None, stays allowed). (module, function, index of the callable)
-HOOKS = (("sys", "setprofile", 0), ("sys", "settrace", 0), ("signal", "signal", 1), ("_signal", "signal", 1),
-         ("threading", "setprofile", 0), ("threading", "settrace", 0))
-
-
-def refuse_hooks() -> None:
-    """Wrap HOOKS (worker only, after its own signal handlers are set): installing a Python callable through one
-    is a forbidden call."""
-    for module, name, at in HOOKS:
-        mod = sys.modules.get(module) or importlib.import_module(module)
-        fn = getattr(mod, name, None)
-        if fn is None or getattr(fn, "__torchcode_watched__", False):
-            continue
-
-        def refusing(*args, __fn=fn, __at=at, __name=f"{module.lstrip('_')}.{name}"):
-            if len(args) > __at and callable(args[__at]):
-                why = f"{__name} (a hook or signal handler runs inside the grader's guards, where they cannot see it)"
-                if _ACTIVE:
-                    _ACTIVE[-1].forbid(why)
-                _REPORT[0](forbidden=why)
-                raise ForbiddenCall(f"{why} is forbidden")
-            return __fn(*args)
-
-        refusing.__torchcode_watched__ = True
-        setattr(mod, name, refusing)
-
-
-def _from_torch(frame) -> bool:
-    """Whether the registration was asked for by torch's own code (a lazy import), not by the learner's."""
-    while frame is not None and frame.f_code.co_filename.startswith(_REGISTERING):
-        frame = frame.f_back
-    return frame is not None and frame.f_code.co_filename.startswith(_TORCH_DIR)
-
-
 def _leaves_torch(guard: Guard, func, args) -> str | None:
     qual = getattr(func, "__qualname__", "")
     owner, _, name = qual.rpartition(".")
@@ -599,7 +415,7 @@ def _leaves_torch(guard: Guard, func, args) -> str | None:
 def _subclassed(func, args, kwargs) -> str | None:
     """A call on a tensor subclass: its ``__torch_function__`` runs next, with this mode off the stack (where it
     could take data out of torch unseen)."""
-    for t in _tensors(args, kwargs):
+    for t in opcount.tensors(args, kwargs):
         if type(t) not in _PLAIN:
             return (f"{getattr(func, '__name__', 'a torch function')} on a tensor subclass ({_type_name(type(t))}: "
                     f"{_UNSEEN} what it runs: use plain tensors)")
@@ -616,7 +432,7 @@ def _shown(t) -> int:
         opts = torch._tensor_str.PRINT_OPTS
         if t.numel() <= opts.threshold:
             return t.numel()
-        return _prod(min(n, 2 * opts.edgeitems) for n in t.shape)
+        return opcount.prod(min(n, 2 * opts.edgeitems) for n in t.shape)
     except Exception:  # noqa: BLE001 - whatever it shows, it shows at most every element
         return t.numel()
 
@@ -643,21 +459,21 @@ class _KernelGuard(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         guard = self.guard
         if guard.ops:
-            name = guard.ops.get(_op_name(func))
+            name = guard.ops.get(opcount.op_name(func))
             if name is not None:
                 guard.forbid(name)
-        inputs = _tensors(args, kwargs)
+        inputs = opcount.tensors(args, kwargs)
         if guard.measured:
             why = _unmeasurable(func, args, kwargs, inputs)
             if why:
                 guard.forbid(why)
         out = func(*args, **(kwargs or {}))
-        outputs = _tensors(out)
+        outputs = opcount.tensors(out)
         if not all(type(t) in _PLAIN for t in outputs) or not all(type(t) in _PLAIN for t in inputs):
             # a subclass's methods and properties are the learner's Python: never call them here (they would run
             # inside this handler, with both guard modes off the stack). Nothing to measure where no case bounds.
             if guard.measured:
-                guard.forbid(f"{_op_name(func)} on a tensor subclass ({_UNSEEN} what it runs: use plain tensors)")
+                guard.forbid(f"{opcount.op_name(func)} on a tensor subclass ({_UNSEEN} what it runs: use plain tensors)")
             return out
         guard.measuring = True  # its own look at the tensors (untyped_storage) is no export of the learner's
         try:
@@ -665,7 +481,7 @@ class _KernelGuard(TorchDispatchMode):
                 why = _unmeasurable(func, (), None, outputs)
                 if why:
                     guard.forbid(why)
-            guard._record(out, inputs, _written(func, args, kwargs))
+            guard._record(out, inputs, opcount.written(func, args, kwargs))
             guard._count(func, args, kwargs, out)
         finally:
             guard.measuring = False
@@ -680,7 +496,7 @@ def _unmeasurable(func, args, kwargs, tensors) -> str:
     ``__torch_dispatch__`` or methods would run the learner's Python while the guard's modes are off the stack),
     torch's Python dispatcher or an operator of the learner's own (the same, for their kernels), sparse or nested
     tensors, or an op that combines values in a way the guard does not measure."""
-    name = _op_name(func)
+    name = opcount.op_name(func)
     for t in tensors:
         if type(t) not in _PLAIN:  # checked before anything of the tensor's own is looked at
             return f"{name} on a tensor subclass ({_type_name(type(t))}: {_UNSEEN} what it runs: use plain tensors)"
@@ -695,7 +511,7 @@ def _unmeasurable(func, args, kwargs, tensors) -> str:
     short = getattr(getattr(func, "overloadpacket", None), "__name__", "")
     if short.startswith(("sparse_", "_sparse_", "to_sparse", "_to_sparse", "_nested_", "nested_")):
         return f"{name} (sparse or nested tensors: {_UNSEEN} into those: use dense tensors)"
-    if short and torch.Tag.reduction not in getattr(func, "tags", ()) and _unmeasured(short, func, args, kwargs):
+    if short and torch.Tag.reduction not in getattr(func, "tags", ()) and opcount.unmeasured(short, func, args, kwargs):
         return f"{name} ({_UNSEEN} how it combines values: use matrix products, sums, maxima)"
     return ""
 
@@ -718,239 +534,3 @@ def _type_name(t) -> str:
         return "a subclass"
 
 
-@functools.lru_cache(maxsize=None)
-def _write_args(func) -> tuple[tuple[int, str], ...]:
-    try:
-        return tuple((i, a.name) for i, a in enumerate(func._schema.arguments)
-                     if a.alias_info is not None and a.alias_info.is_write)
-    except (AttributeError, RuntimeError):
-        return ()
-
-
-def _written(func, args, kwargs) -> list[torch.Tensor]:
-    """The tensors an op writes into (in place, ``out=``): their storages hold its result, fresh or not."""
-    found = []
-    for i, name in _write_args(func):
-        v = kwargs.get(name) if kwargs and name in kwargs else (args[i] if i < len(args) else None)
-        found.extend(_tensors(v))
-    return found
-
-
-def _arg(func, args, kwargs, name: str, default=None):
-    """The argument ``name`` of an aten op's call, by its schema."""
-    try:
-        at = _arg_index(func)[name]
-    except (KeyError, AttributeError, RuntimeError):
-        return default
-    if kwargs and name in kwargs:
-        return kwargs[name]
-    return args[at] if at < len(args) else default
-
-
-@functools.lru_cache(maxsize=None)
-def _arg_index(func) -> dict[str, int]:
-    return {a.name: i for i, a in enumerate(func._schema.arguments)}
-
-
-def _ints(v) -> list[int]:
-    if isinstance(v, int):
-        return [v]
-    return [int(x) for x in v] if isinstance(v, (list, tuple)) else []
-
-
-def _prod(xs) -> int:
-    out = 1
-    for x in xs:
-        out *= max(int(x), 1)
-    return out
-
-
-def _extent(name: str, func, args, kwargs, first: torch.Tensor) -> int | None:
-    """How many values each result of ``func`` combines, for the ops beyond matrix products, softmaxes and
-    tagged reductions (None: it combines none, or is not one of them)."""
-    if name in _SCANS or name in _SELECTS:
-        dim = _arg(func, args, kwargs, "dim")
-        return first.shape[dim] if isinstance(dim, int) and first.dim() else first.numel()
-    if "conv" in name:
-        weight = _arg(func, args, kwargs, "weight")
-        if not isinstance(weight, torch.Tensor) or weight.dim() < 2:
-            return None
-        if name == "conv_tbc":  # weight (kernel, in, out)
-            return weight.shape[0] * weight.shape[1]
-        transposed = bool(_arg(func, args, kwargs, "transposed", "transpose" in name))
-        groups = max(int(_arg(func, args, kwargs, "groups", 1) or 1), 1)
-        return _prod(weight.shape[2:]) * (weight.shape[0] // groups if transposed else weight.shape[1])
-    if "pool" in name:
-        kernel = _ints(_arg(func, args, kwargs, "kernel_size"))
-        if kernel:
-            return _prod(kernel)
-        size = _ints(_arg(func, args, kwargs, "output_size"))
-        if size and first.dim() >= len(size):
-            return _prod(-(-first.shape[first.dim() - len(size) + i] // max(o, 1)) for i, o in enumerate(size))
-        return first.numel()
-    if name in _PAIRWISE:
-        return first.shape[-1] if first.dim() else 1
-    if name in _NORMS:
-        shape = _ints(_arg(func, args, kwargs, "normalized_shape"))
-        return _prod(shape) if shape else first.numel()
-    if name.startswith("_fft_"):
-        dims = _ints(_arg(func, args, kwargs, "dim"))
-        return _prod(first.shape[d] for d in dims) if dims else first.numel()
-    if "loss" in name or name in ("kl_div", "binary_cross_entropy", "binary_cross_entropy_with_logits"):
-        return first.numel() if _arg(func, args, kwargs, "reduction", 1) else None
-    return None
-
-
-def _unmeasured(name: str, func, args, kwargs) -> bool:
-    if name in _UNMEASURED or name.startswith(("linalg_", "_linalg_")):
-        return True
-    return name in _ACCUMULATE and bool(_arg(func, args, kwargs, "accumulate", False))
-
-
-def _tensors(*trees) -> list[torch.Tensor]:
-    """The tensors in an op's arguments or results (tuples, lists and dicts of them; pytree's general
-    walk costs a third of a small case's time under the guard)."""
-    found, todo = [], list(trees)
-    while todo:
-        v = todo.pop()
-        if isinstance(v, torch.Tensor):
-            found.append(v)
-        elif isinstance(v, (tuple, list)):
-            todo.extend(v)
-        elif isinstance(v, dict):
-            todo.extend(v.values())
-    return found
-
-
-_KINDS: dict = {}  # op -> what _count does with it, looked up once per op (a third of the guard's time per op)
-
-
-def _kind(func) -> tuple[str, bool, bool, bool]:
-    """An op's packet name, and whether it is a matrix product, a softmax or reduction, pointwise (or an outer
-    product: one multiply-add per element written)."""
-    kind = _KINDS.get(func)
-    if kind is None:
-        name = getattr(getattr(func, "overloadpacket", None), "__name__", "")
-        tags = getattr(func, "tags", ())
-        kind = (name, name in _MATMUL, name in _SOFTMAX or torch.Tag.reduction in tags,
-                torch.Tag.pointwise in tags or name in _OUTER)
-        if isinstance(func, torch._ops.OpOverload):  # torch's own, one object per op for the process's life
-            _KINDS[func] = kind
-    return kind
-
-
-_NAMES: dict = {}  # OpOverload -> its name, asked once per op
-
-
-def _op_name(func) -> str:
-    """'aten::x.overload' for an OpOverload, 'aten::x' for a packet."""
-    name = _NAMES.get(func) if isinstance(func, torch._ops.OpOverload) else None
-    if name is not None:
-        return name
-    try:
-        if isinstance(func, torch._ops.OpOverload):
-            name = _NAMES[func] = func.name()
-            return name
-        return func._qualified_op_name
-    except AttributeError:
-        return ""
-
-
-def _storage_ptr(t: torch.Tensor) -> int:
-    try:
-        return t.untyped_storage().data_ptr()
-    except (RuntimeError, NotImplementedError):
-        return id(t)
-
-
-# Names that are escape hatches only as an attribute or an import (``gc.callbacks``, ``from gc import callbacks``):
-# a variable of that name is the learner's own.
-ATTRIBUTES_ONLY = {"callbacks"}
-
-
-class HelperHatch(ImportError):
-    """A helper module beside the submission names an escape hatch (or is compiled, with no source to read)."""
-
-
-def watch_helper_imports(folders: list[str]) -> None:
-    """Scan the source of every module imported from the learner's folders (helpers beside the file) as the main
-    file is scanned, before it runs: the scan of the main file alone let a helper module switch the guards off.
-    A module compiled without its source (a bare .pyc) or imported from a zip archive there is refused."""
-    import importlib.util
-    import zipimport
-    from importlib import _bootstrap_external as be
-
-    import site
-
-    def under(path: str, tops) -> bool:
-        return any(path == r or path.startswith(r.rstrip("/") + "/") for r in tops)
-
-    roots = [os.path.realpath(f) for f in folders if f]
-    # Python and its packages are never the learner's, even where they lie inside the folder (a project's .venv)
-    places = [sys.prefix, sys.exec_prefix, sys.base_prefix]
-    try:
-        places += [*site.getsitepackages(), site.getusersitepackages()]
-    except (AttributeError, OSError):  # an old virtualenv's site module has neither
-        pass
-    installed = {os.path.realpath(p) for p in places if p}
-
-    def mine(path) -> bool:
-        real = os.path.realpath(str(path))
-        return under(real, roots) and not under(real, installed)
-
-    source_code, sourceless_code = be.SourceLoader.get_code, be.SourcelessFileLoader.get_code
-
-    def get_code(self, fullname):
-        path = self.get_filename(fullname)
-        if not mine(path):
-            return source_code(self, fullname)
-        name, data = os.path.basename(str(path)), self.get_data(path)
-        try:
-            hatches = scan_source(importlib.util.decode_source(data))
-        except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError, MemoryError):
-            hatches = []  # compiling it says what is wrong with it
-        if hatches:
-            hatch, line, why = hatches[0]
-            raise HelperHatch(f"{name} line {line} uses `{hatch}`, which {why}; submissions (and the modules "
-                              "they import) may not do that")
-        # compiled from the source just scanned, never from __pycache__: a cached .pyc whose header matches the
-        # source's size and time can hold any other code
-        return compile(data, str(path), "exec", dont_inherit=True)
-
-    def get_sourceless_code(self, fullname):
-        path = self.get_filename(fullname)
-        if mine(path):
-            raise HelperHatch(f"{os.path.basename(str(path))} is compiled Python without its source: import your "
-                              "helper modules as .py files")
-        return sourceless_code(self, fullname)
-
-    def from_zip(method):
-        def refuse(self, fullname):
-            if mine(self.archive):
-                raise HelperHatch(f"{os.path.basename(self.archive)} is a zip archive: import your helper modules "
-                                  "as .py files beside your file")
-            return method(self, fullname)
-        return refuse
-
-    be.SourceLoader.get_code = get_code
-    be.SourcelessFileLoader.get_code = get_sourceless_code
-    zipimport.zipimporter.get_code = from_zip(zipimport.zipimporter.get_code)  # exec_module calls it
-    zipimport.zipimporter.load_module = from_zip(zipimport.zipimporter.load_module)
-
-
-def scan_source(source: str) -> list[tuple[str, int, str]]:
-    """Escape hatches named in the source: (name, line, why). Needs parseable source."""
-    found = []
-    for node in ast.walk(ast.parse(source)):
-        names = []
-        if isinstance(node, ast.Name):
-            names = [node.id] if node.id not in ATTRIBUTES_ONLY else []
-        elif isinstance(node, ast.Attribute):
-            names = [node.attr]
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            mods = [a.name for a in node.names] + ([node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
-            names = [m.split(".")[0] for m in mods] + [a.name for a in node.names]
-        for n in names:
-            if n in ESCAPE_HATCHES:
-                found.append((n, getattr(node, "lineno", 0), ESCAPE_HATCHES[n]))
-    return found

@@ -23,7 +23,7 @@ import types
 
 import torch
 
-from torchcode.grader import defaults, execute, guards, portable
+from torchcode.grader import defaults, execute, guards, hatches, portable
 from torchcode.grader import protocol
 from torchcode.grader.protocol import Message, decode, receive
 
@@ -544,11 +544,11 @@ class Worker:
         except (RecursionError, MemoryError):  # what Python's own parser raises for an expression nested too deep
             return {"error": {"kind": "syntax", "message": _TOO_DEEP}}
         try:
-            hatches = guards.scan_source(source)
+            found = hatches.scan_source(source)
         except (RecursionError, MemoryError):
             return {"error": {"kind": "syntax", "message": _TOO_DEEP}}
-        if hatches:
-            name, line, why = hatches[0]
+        if found:
+            name, line, why = found[0]
             return {"error": {"kind": "forbidden", "names": [name],
                               "message": f"line {line} uses `{name}`, which {why}; submissions may not do that"}}
         # torch's lazily imported modules the file names, imported before any of its code can run (with its folder
@@ -556,16 +556,16 @@ class Worker:
         _preload(source)
         guards.set_reporter(self._note)
         guards.ban_kernels(self.forbidden)
-        guards.watch_exports()
-        guards.watch_registrations()
-        guards.refuse_hooks()
-        guards.watch_helper_imports(self.folders or [os.path.dirname(self.path)])
+        hatches.watch_exports()
+        hatches.watch_registrations()
+        hatches.refuse_hooks()
+        hatches.watch_helper_imports(self.folders or [os.path.dirname(self.path)])
         _hide_grader_modules()
         module = types.ModuleType("submission")
         module.__file__ = self.path
         sys.modules["submission"] = module
         sys.path[:0] = self.folders or [os.path.dirname(self.path)]
-        guards.keep_tensor_methods()  # torch.Tensor's attributes as torch left them (after the preloads above)
+        hatches.keep_tensor_methods()  # torch.Tensor's attributes as torch left them (after the preloads above)
         guard = guards.Guard(self.forbidden)
         try:
             with guard:
@@ -578,7 +578,7 @@ class Worker:
             return {"error": self._error(guards.ForbiddenCall(), guard, "while importing your file")}
         if "torch._dynamo" in sys.modules:  # imported by the file itself, under no name _preload looks for
             guards.keep_out_of_compilation()
-        replaced = guards.tensor_methods_replaced()
+        replaced = hatches.tensor_methods_replaced()
         if replaced:
             return {"error": _replaced(replaced, "while importing your file")}
         self.entry = getattr(module, self.spec["name"], None)
@@ -716,7 +716,7 @@ class Worker:
         guard.check_kernels()
         if guard.violations or guard.tampered:  # the learner caught our exception and carried on
             return {"error": self._error(guards.ForbiddenCall(), guard, stage.name), "seconds": seconds}
-        replaced = guards.tensor_methods_replaced() or _shadowed(ex)
+        replaced = hatches.tensor_methods_replaced() or _shadowed(ex)
         if replaced:  # before anything reads the results through them
             return {"error": _replaced(replaced, "while this case ran"), "seconds": seconds}
         too_big = _too_big(ex, h.get("max_reply"))
@@ -804,7 +804,7 @@ class Worker:
             return {"error": self._error_safely(e, guard, "while benchmarking")}
         if guard.violations or guard.tampered:
             return {"error": self._error(guards.ForbiddenCall(), guard, "while benchmarking")}
-        replaced = guards.tensor_methods_replaced() or _shadowed(execute.Execution(outputs=[out]))
+        replaced = hatches.tensor_methods_replaced() or _shadowed(execute.Execution(outputs=[out]))
         if replaced:
             return {"error": _replaced(replaced, "while benchmarking")}
         return {"outputs": [self._encode(out, msg)], **({"peak_bytes": int(peak)} if peak is not None else {})}
@@ -846,7 +846,7 @@ class Worker:
         if guard.tampered:
             return {"kind": "forbidden", "names": [], "message": f"your code tampered with the grader's guards "
                     f"{stage} ({guard.tampered}); submissions may not switch them off"}
-        if isinstance(e, guards.HelperHatch):
+        if isinstance(e, hatches.HelperHatch):
             return {"kind": "forbidden", "names": [], "stage": stage, "message": str(e)[:500]}
         if isinstance(e, guards.ForbiddenCall) or guard.violations:
             return {"kind": "forbidden", "names": guard.violations, "message": f"called {', '.join(guard.violations)}"}
