@@ -129,16 +129,31 @@ X32_GETPID = b"\xb8" + (0x40000000 | 39).to_bytes(4, "little") + b"\x0f\x05\xc3"
 
 
 @needs_seccomp
-def test_seccomp_refuses_processes_threads_and_signals_but_not_ordinary_work():
+def test_seccomp_refuses_processes_threads_and_signals_but_not_ordinary_work(tmp_path):
     import fcntl
     import socket
 
     parent = os.getpid()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("a file of the user's")
+    before = victim.stat()
 
     def body():
         assert confine.seccomp(threads=False)
         t = threading.Thread(target=lambda: None)
+        fd = os.open(victim, os.O_RDONLY)
         return {
+            "chmod": attempt(lambda: os.chmod(victim, 0)),
+            "chmod folder": attempt(lambda: os.chmod(tmp_path, 0)),
+            "fchmod": attempt(lambda: os.fchmod(fd, 0)),
+            "chown": attempt(lambda: os.chown(victim, os.getuid(), os.getgid())),
+            "lchown": attempt(lambda: os.lchown(victim, os.getuid(), os.getgid())),
+            "fchown": attempt(lambda: os.fchown(fd, os.getuid(), os.getgid())),
+            "utime": attempt(lambda: os.utime(victim, (0, 0))),
+            "utime now": attempt(lambda: os.utime(victim)),
+            "futime": attempt(lambda: os.utime(fd, (0, 0))),
+            "setxattr": attempt(lambda: os.setxattr(victim, "user.x", b"1")),
+            "removexattr": attempt(lambda: os.removexattr(victim, "user.x")),
             "fork": attempt(os.fork),
             "exec": attempt(lambda: os.execv("/bin/true", ["true"])),
             "thread": attempt(t.start),
@@ -157,8 +172,13 @@ def test_seccomp_refuses_processes_threads_and_signals_but_not_ordinary_work():
 
     out, status = in_child(body)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, (status, out)
-    refused = {"fork", "exec", "kill parent", "stop parent", "kill everyone", "F_SETOWN parent", "datagram socketpair"}
+    refused = {"fork", "exec", "kill parent", "stop parent", "kill everyone", "F_SETOWN parent", "datagram socketpair",
+               "chmod", "chmod folder", "fchmod", "chown", "lchown", "fchown", "utime", "utime now", "futime",
+               "setxattr", "removexattr"}  # a file's mode, owner, times, attributes: no Landlock right covers them
     assert {k for k, v in out.items() if v == "EPERM"} == refused, out
+    after = victim.stat()
+    assert (after.st_mode, after.st_mtime_ns, after.st_atime_ns) == (before.st_mode, before.st_mtime_ns,
+                                                                       before.st_atime_ns)
     assert out["thread"].startswith("RuntimeError"), out
     assert all(out[k] == "ok" for k in ("kill self", "raise", "file io", "socketpair")), out
     assert out["inet socket"] == out["unix socket"] == "EACCES", out  # no network, no other program's socket

@@ -594,6 +594,38 @@ def test_a_hostile_zip_skips_what_it_cannot_unpack_and_grades_the_rest(tmp_path)
     assert sheet[("carol", "sdpa")]["verdict"] == expected_verdict(CLASS / "alice" / "sdpa.py")
 
 
+@pytest.mark.skipif(not CONFINABLE, reason="needs Landlock and seccomp (Linux)")
+def test_a_student_cannot_change_the_modes_or_times_of_the_class_files(tmp_path):
+    """Landlock has no right for chmod, chown or utime: aaron's chmod 000 of the class folder and of bob's file
+    failed bob and carol (runtime_error: cannot read your file), and the rerun kept those rows."""
+    klass = tmp_path / "class"
+    for student in ("aaron", "bob", "carol"):
+        (klass / student).mkdir(parents=True)
+        shutil.copy(CLASS / "alice" / "sdpa.py", klass / student / "sdpa.py")
+    hostile = """import os
+here = os.path.dirname(os.path.abspath(__file__))
+for path, change in ((os.path.dirname(here), lambda p: os.chmod(p, 0)),
+                     (os.path.join(here, "..", "bob", "sdpa.py"), lambda p: os.chmod(p, 0)),
+                     (os.path.join(here, "..", "carol", "sdpa.py"), lambda p: os.utime(p, (0, 0))),
+                     (__file__, lambda p: os.utime(p))):
+    try:
+        change(path)
+        print("changed", path)
+    except OSError as e:
+        print("refused", e.errno)
+"""
+    aaron = klass / "aaron" / "sdpa.py"
+    aaron.write_text(hostile + aaron.read_text())
+    before = {p: (p.stat().st_mode, p.stat().st_mtime_ns) for p in [klass, *klass.rglob("*")]}
+    p = grade_cli("class", "--problems", "sdpa", "--out", "out", "--workers", "1", "--device", "cpu",
+                  "--feedback", "full", home=tmp_path / "home", cwd=tmp_path)
+    after = {q: (q.stat().st_mode, q.stat().st_mtime_ns) for q in before}
+    assert after == before
+    assert p.returncode == 0, p.stdout + p.stderr
+    sheet = grades(tmp_path / "out")
+    assert [sheet[(s, "sdpa")]["verdict"] for s in ("aaron", "bob", "carol")] == ["accepted"] * 3, sheet
+
+
 def test_a_class_seed_is_built_ahead_but_never_reused_for_a_hidden_one():
     """A session grading a class (one seed given every time) builds the next grade's cases for that seed;
     a later grade that asks for a hidden seed never gets the one the caller knows."""

@@ -73,7 +73,10 @@ ARCHES = {
         "add_key": 248, "request_key": 249, "keyctl": 250,
         "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
         "prlimit64": 302, "sched_setaffinity": 203, "sched_setscheduler": 144, "sched_setparam": 142,
-        "sched_setattr": 314, "migrate_pages": 256, "move_pages": 279, "setpriority": 141, "ioprio_set": 251}),
+        "sched_setattr": 314, "migrate_pages": 256, "move_pages": 279, "setpriority": 141, "ioprio_set": 251,
+        "chmod": 90, "fchmod": 91, "fchmodat": 268, "fchmodat2": 452, "chown": 92, "fchown": 93, "lchown": 94,
+        "fchownat": 260, "utime": 132, "utimes": 235, "futimesat": 261, "utimensat": 280, "setxattr": 188,
+        "lsetxattr": 189, "fsetxattr": 190, "removexattr": 197, "lremovexattr": 198, "fremovexattr": 199}),
     "aarch64": (0xC00000B7, False, {
         "execve": 221, "execveat": 281, "clone": 220, "clone3": 435,
         "kill": 129, "tkill": 130, "tgkill": 131, "rt_sigqueueinfo": 138, "rt_tgsigqueueinfo": 240,
@@ -85,7 +88,9 @@ ARCHES = {
         "add_key": 217, "request_key": 218, "keyctl": 219,
         "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
         "prlimit64": 261, "sched_setaffinity": 122, "sched_setscheduler": 119, "sched_setparam": 118,
-        "sched_setattr": 274, "migrate_pages": 238, "move_pages": 239, "setpriority": 140, "ioprio_set": 30}),
+        "sched_setattr": 274, "migrate_pages": 238, "move_pages": 239, "setpriority": 140, "ioprio_set": 30,
+        "fchmod": 52, "fchmodat": 53, "fchmodat2": 452, "fchownat": 54, "fchown": 55, "utimensat": 88,
+        "setxattr": 5, "lsetxattr": 6, "fsetxattr": 7, "removexattr": 14, "lremovexattr": 15, "fremovexattr": 16}),
 }
 _LD, _JEQ, _JSET, _JGE, _RET = 0x20, 0x15, 0x45, 0x35, 0x06
 _ARCH, _NR = 4, 0
@@ -171,6 +176,13 @@ IO_URING = ("io_uring_setup", "io_uring_enter", "io_uring_register")
 OWN_PROCESS_ONLY = ("prlimit64", "sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr",
                     "migrate_pages", "move_pages")
 PRIO_PROCESS, IOPRIO_WHO_PROCESS = 0, 1
+# Calls that change a file's permissions, owner, times or extended attributes: Landlock has no right for them (at
+# any ABI), so they would reach every file of the user's, however far outside the sandbox (a chmod 000 of the
+# class folder failed every later student in `grade`; touching the learner's own file restarted `watch` forever).
+# A submission never needs them, in its scratch folder either.
+FILE_ATTRIBUTES = ("chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "fchown", "lchown", "fchownat", "utime",
+                   "utimes", "futimesat", "utimensat", "setxattr", "lsetxattr", "fsetxattr", "removexattr",
+                   "lremovexattr", "fremovexattr")
 # prctl(PR_SET_DUMPABLE, 0) would make the worker's /proc entries (its open files, its mappings) readable by root
 # only: a grader not running as root could no longer watch the files it keeps open after deleting them.
 PR_SET_DUMPABLE = 4
@@ -195,7 +207,8 @@ def seccomp_program(machine: str, pid: int, threads: bool) -> bytes | None:
     if has_x32:
         p.jge(X32_BIT, "kill")
     for name in ("fork", "vfork", "execve", "execveat", "tkill", "pidfd_send_signal", "ptrace",
-                 "process_vm_readv", "process_vm_writev", "memfd_create", "memfd_secret", *SHARED_STATE, *IO_URING):
+                 "process_vm_readv", "process_vm_writev", "memfd_create", "memfd_secret", *SHARED_STATE, *IO_URING,
+                 *FILE_ATTRIBUTES):
         if name in nr:
             p.jeq(nr[name], "eperm")
     p.jeq(nr["clone3"], "enosys")  # glibc then falls back to clone, which we can inspect
