@@ -72,9 +72,10 @@ def one_head(rng):
     return mha(16, 1, (rng.randn(2, 4, 16), rng.randn(2, 6, 16), rng.randn(2, 6, 16)))
 
 
-@case(targets="batch 1, one query token")
+@case(targets="one query token: batch 1, then a batch of 3 (a decoding step per sequence, each with its own query)")
 def single_token(rng):
-    return mha(24, 3, (rng.randn(1, 1, 24), rng.randn(1, 5, 24), rng.randn(1, 5, 24)))
+    return mha(24, 3, (rng.randn(1, 1, 24), rng.randn(1, 5, 24), rng.randn(1, 5, 24)),
+               (rng.randn(3, 1, 24), rng.randn(3, 5, 24), rng.randn(3, 5, 24)))
 
 
 @case(targets="large activations: a stable softmax")
