@@ -294,7 +294,7 @@ class Guard:
             extent = opcount.extent(name, func, args, kwargs, first)
             if extent is not None:
                 n = max((t.numel() for t in opcount.tensors(out)), default=0)
-                self.work += max(n * extent, first.numel())
+                self.work += opcount.combining_work(name, n, extent, first.numel())
                 self._widest(extent, name, first)
 
     def _widest(self, extent: int, name: str, t) -> None:

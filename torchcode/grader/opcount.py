@@ -115,6 +115,18 @@ def extent(name: str, func, args, kwargs, first: torch.Tensor) -> int | None:
     return None
 
 
+def combining_work(name: str, written: int, extent: int, read: int) -> int:
+    """The arithmetic of an op that combines ``extent`` values into each of the ``written`` results (an ``extent``
+    op above) reading ``read`` elements. A scan writes each prefix from the one before it (a cumsum over S keys is
+    S adds, not S x S), a sort or selection costs about log2(extent) comparisons per element, and the others
+    (convolutions, pooling, norms, distances) combine ``extent`` values afresh for every result."""
+    if name in _SCANS:
+        return max(written, read)
+    if name in _SELECTS:
+        return read * max(int(extent).bit_length(), 1)
+    return max(written * extent, read)
+
+
 def unmeasured(name: str, func, args, kwargs) -> bool:
     if name in _UNMEASURED or name.startswith(("linalg_", "_linalg_")):
         return True
