@@ -146,3 +146,19 @@ def test_a_variable_named_like_an_escape_hatch_attribute_is_the_learners_own():
     assert scan_source("callbacks = []\nfor f in callbacks:\n    f()\n") == []
     assert [n for n, _, _ in scan_source("import gc\ngc.callbacks.append(print)\n")] == ["callbacks"]
     assert {n for n, _, _ in scan_source("from gc import callbacks\n")} == {"callbacks"}
+
+
+def test_work_counts_a_scan_once_per_element_and_its_width_as_every_value():
+    """A cumsum over S keys is S adds per column (a correct linear attention took Z as phi(K).cumsum(1)[:, -1] and
+    was called quadratic), yet it combines all S keys into its last value (the lean rule still sees that)."""
+    import torch
+
+    from torchcode.grader import guards
+
+    k = torch.randn(2, 512, 16)
+    for op, work in ((lambda: k.cumsum(1), k.numel()), (lambda: torch.sort(k, 1), k.numel() * (512).bit_length()),
+                     (lambda: k @ k.transpose(1, 2), 2 * 512 * 512 * 16)):
+        with guards.Guard([], measured=True) as g:
+            op()
+        assert g.work == work, (g.work, work)
+        assert g.widest[0] == (16 if g.widest[1] == "bmm" else 512), g.widest
