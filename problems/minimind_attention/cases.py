@@ -430,3 +430,23 @@ def inputs_freed_between_calls(rng):
     cos, sin = rope_tables(5, 8)
     steps = [Call(rng.randn(2, 5, 64), pe(cos, sin, 0, 5)).temporary_inputs() for _ in range(4)]
     return Case(init=dict(config=config()), steps=steps, grad=False)  # inference
+
+
+@case(targets="the caller changes the weights in place between two calls (an optimizer step, load_state_dict): the "
+              "second call uses the new ones, nothing computed from the old weights may be kept on self")
+def weights_updated_between_calls(rng):
+    cos, sin = rope_tables(5, 8)
+    x = rng.randn(2, 5, 64)
+    new = {name: rng.randn(rows, 64, scale=64 ** -0.5)
+           for name, rows in (("q_proj.weight", 64), ("k_proj.weight", 16), ("v_proj.weight", 16), ("o_proj.weight", 64))}
+    return Case(init=dict(config=config()), steps=[Call(x, pe(cos, sin, 0, 5)), Call(x, pe(cos, sin, 0, 5)).updated(new)],
+                grad=False)  # a training step runs backward before it changes the weights: a forward property
+
+
+@case(targets="one hidden-states buffer the caller refills in place between calls (a static batch buffer): the "
+              "output comes from this call's values, never from a result kept by the tensor object")
+def hidden_states_refilled(rng):
+    cos, sin = rope_tables(5, 8)
+    steps = [Call(rng.randn(2, 5, 64), pe(cos, sin, 0, 5))]
+    steps += [Call(Refill(0, 0, rng.randn(2, 5, 64)), pe(cos, sin, 0, 5)) for _ in range(2)]
+    return Case(init=dict(config=config()), steps=steps, grad=False)  # written in place: a forward property

@@ -1,6 +1,6 @@
 """Hidden cases for repeat_kv."""
 
-from torchcode.grader.cases import Call, Case, case
+from torchcode.grader.cases import Call, Case, Refill, case
 
 # the names of the last dimensions of each output and input, for messages ("query positions 0, 1 are wrong")
 DIMS = {"output": ("batch element", "position", "head", "feature"), "x": ("batch element", "position", "head", "feature")}
@@ -40,3 +40,10 @@ def same_n_rep_other_heads(rng):
               "may get a freed one's id() (and ._version 0 again), so nothing may be kept by id()")
 def inputs_freed_between_calls(rng):
     return Case(steps=[Call(rng.randn(2, 5, 2, 8), 2).temporary_inputs() for _ in range(4)], grad=False)  # inference
+
+
+@case(targets="a static KV cache: one buffer the caller writes new keys into between calls, in place: the result "
+              "comes from this call's values, never from one kept by the tensor object (id, weakref, data_ptr)")
+def cache_buffer_refilled(rng):
+    steps = [Call(rng.randn(2, 6, 2, 8), 2)] + [Call(Refill(0, 0, rng.randn(2, 6, 2, 8)), 2) for _ in range(2)]
+    return Case(steps=steps, grad=False)  # written in place: a forward property
