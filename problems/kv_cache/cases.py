@@ -2,7 +2,7 @@
 
 import torch
 
-from torchcode.grader.cases import Call, Case, Cat, Out, Prev, Same, case
+from torchcode.grader.cases import Call, Case, Cat, Out, Prev, Refill, Same, case
 
 # the names of the last dimensions of each output and input, for messages ("query positions 0, 1 are wrong")
 DIMS = {"output[0]": ("batch element", "position", "feature"), "output[1]": ("batch element", "head", "position", "feature"),
@@ -192,3 +192,10 @@ def weights_updated_between_calls(rng):
 def inputs_freed_between_calls(rng):
     return Case(init=dict(d_model=32, num_heads=4), steps=[Call(rng.randn(2, 5, 32)).temporary_inputs() for _ in range(4)],
                 grad=False)  # inference
+
+
+@case(targets="one input buffer the caller refills in place between calls (a static decoding buffer): the output comes "
+              "from this call's values, never from a result kept by the tensor object (id, weakref, data_ptr)")
+def input_buffer_refilled(rng):
+    steps = [Call(rng.randn(2, 4, 16))] + [Call(Refill(0, 0, rng.randn(2, 4, 16))) for _ in range(2)]
+    return Case(init=dict(d_model=16, num_heads=2), steps=steps, grad=False)  # written in place: a forward property

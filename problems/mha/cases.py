@@ -2,7 +2,7 @@
 
 import torch
 
-from torchcode.grader.cases import Alias, Call, Case, Fn, Out, Same, case
+from torchcode.grader.cases import Alias, Call, Case, Fn, Out, Refill, Same, case
 
 # the names of the last dimensions of each output and input, for messages ("query positions 0, 1 are wrong")
 DIMS = {"output": ("batch element", "query position", "feature"), "Q": ("batch element", "query position", "feature"),
@@ -131,3 +131,12 @@ def weights_updated_between_calls(rng):
     new.update({f"{w}.bias": rng.randn(32, scale=0.1) for w in ("W_q", "W_k", "W_v", "W_o")})
     return Case(init=dict(d_model=32, num_heads=4), steps=[Call(x, kv, Alias(0, 1)), Call(x, kv, Alias(1, 1)).updated(new)],
                 grad=False)  # a training step runs backward before it changes the weights: a forward property
+
+
+@case(targets="query, key and value buffers the caller refills in place between calls: the output comes from this "
+              "call's values, never from a result kept by the tensor objects (id, weakref, data_ptr)")
+def inputs_refilled(rng):
+    steps = [Call(rng.randn(2, 5, 32), rng.randn(2, 7, 32), rng.randn(2, 7, 32))]
+    steps += [Call(Refill(0, 0, rng.randn(2, 5, 32)), Refill(0, 1, rng.randn(2, 7, 32)), Refill(0, 2, rng.randn(2, 7, 32)))
+              for _ in range(2)]
+    return Case(init=dict(d_model=32, num_heads=4), steps=steps, grad=False)  # written in place: a forward property
