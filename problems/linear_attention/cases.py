@@ -97,9 +97,11 @@ def large_inputs(rng):
 
 @case(targets="work grows linearly with S: no phi(Q) phi(K)^T, not even a block of rows at a time")
 def linear_work(rng):
-    sizes = (64, 128, 256)
+    sizes = (64, 256, 1024)
     steps = [Call(rng.randn(2, S, 16), rng.randn(2, S, 16), rng.randn(2, S, 16)) for S in sizes]
-    return Case(steps=steps, grad=False, sizes=sizes, max_work_exponent=1.5,
+    # at S=1024 the reference does 1.31M and every right/ variant 1.28M-1.35M; phi(Q) phi(K)^T alone is 33.6M. The
+    # bound on the total holds however much cheap work is added to dilute the growth between sizes.
+    return Case(steps=steps, grad=False, sizes=sizes, max_work_exponent=1.5, max_work=4 * 1_312_768,
                 work_hint="the sums over keys (phi(K)^T V and phi(K) summed) must be computed once and shared by "
                           "every query; any product of queries with all keys is S x S work")
 

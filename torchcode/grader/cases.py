@@ -218,6 +218,7 @@ class Case:
     reduction_hint: str = ""  # what such a reduction is, e.g. "a softmax over all S keys at once"
     sizes: tuple[int, ...] = ()  # the problem size of each call, for max_work_exponent
     max_work_exponent: float | None = None  # the calls' arithmetic may grow at most like size ** this
+    max_work: int | None = None  # the last call's arithmetic may be at most this: a bound no added work can dilute
     work_hint: str = ""  # what grows faster, e.g. "phi(Q) phi(K)^T, even in chunks"
     train: bool = False  # module mode during the calls
     weights: dict | None = None  # module problems: these parameters, by name, instead of random ones (others drawn)

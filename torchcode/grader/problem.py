@@ -220,7 +220,7 @@ class Problem:
         header.update({
             "op": "case",
             "grad": c.grad, "inference": inference, "train": c.train, "max_elements": c.max_intermediate, "dtype": dtype, "device": device,
-            "measured": any(v is not None for v in (c.max_intermediate, c.max_reduction, c.max_work_exponent)),
+            "measured": any(v is not None for v in (c.max_intermediate, c.max_reduction, c.max_work_exponent, c.max_work)),
             "layouts": list(layouts),
             # the optional parameters given, by position in about half the cases (by keyword in the others), and the
             # other way in each case's replay: every passing case is called both ways, as callers may

@@ -262,6 +262,10 @@ def _algorithm_problem(c, reply: dict) -> str | None:
                 f"{n:,} values into each of its results; this case allows fewer than {c.max_reduction:,}"
                 + (f": {c.reduction_hint}" if c.reduction_hint else "") + ".")
     work = reply["work"]
+    if c.max_work is not None and work and work[-1] > c.max_work:
+        at = f" at S={c.sizes[-1]}" if c.sizes else ""
+        return (f"your code's arithmetic{at} came to {int(work[-1]):,} (multiply-adds, elements reduced or written); "
+                f"this case allows at most {c.max_work:,}" + (f": {c.work_hint}" if c.work_hint else "") + ".")
     if c.max_work_exponent is None or len(work) != len(c.sizes) or len(work) < 2:
         return None
     w0, w1, s0, s1 = float(work[0]), float(work[-1]), c.sizes[0], c.sizes[-1]
