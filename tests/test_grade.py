@@ -220,14 +220,38 @@ def test_a_zip_student_whose_only_file_is_skipped_keeps_a_row_and_a_repeated_mem
         z.writestr("export/gina/sdpa.py", b"#" * (MAX_FILE + 1))
         z.writestr(zipfile.ZipInfo("export/hank/sdpa.py/"), b"")
         z.writestr("export/ivan/sdpa.py", right)
+        z.writestr("export/ivan/sdpa.py", b"#" * (MAX_FILE + 1))  # a later copy skipped: the first one is graded
     found = discover(archive, ["sdpa"], tmp_path / "unpacked")
     assert found.students == ["carol", "frank", "gina", "hank", "ivan"]
     assert [s.student for s in found.submissions] == ["carol", "ivan"]
+    assert (found.root / "ivan" / "sdpa.py").read_bytes() == right
     assert (found.root / "carol" / "sdpa.py").read_bytes() == wrong
     said = "\n".join(found.unknown)
     assert "export/carol/sdpa.py: in the zip 2 times; the last copy is graded" in said, said
+    assert "export/ivan/sdpa.py: in the zip 2 times; copy 1 (the last one unpacked) is graded" in said, said
     for student, why in [("frank", "a link inside the zip"), ("gina", "too large"), ("hank", "a folder inside")]:
         assert f"export/{student}/sdpa.py: {why}" in said and f"export/{student}/: no submission for sdpa" in said, said
+
+
+def test_an_empty_or_skipped_folder_beside_the_class_in_a_zip_does_not_stop_the_descent(tmp_path):
+    """Folder entries (as `zip -r` writes one for every folder) and a wrapper-level folder whose only member is
+    skipped: the class is still found under the wrappers, and no folder is made for them."""
+    from torchcode.classroom.discover import MAX_FILE
+
+    archive = tmp_path / "export.zip"
+    right = (CLASS / "alice" / "sdpa.py").read_bytes()
+    with zipfile.ZipFile(archive, "w") as z:
+        for folder in ("export/", "export/class/", "export/class/alice/", "export/class/bob/", "export/notes/",
+                       "export/class/dora/"):
+            z.writestr(zipfile.ZipInfo(folder), b"")
+        z.writestr("export/class/alice/sdpa.py", right)
+        z.writestr("export/class/bob/sdpa.py", right)
+        z.writestr("export/slides/big.bin", b"x" * (MAX_FILE + 1))
+    found = discover(archive, ["sdpa"], tmp_path / "unpacked")
+    assert found.root == tmp_path / "unpacked" / "export" / "class"
+    assert found.students == ["alice", "bob", "dora"] and len(found.submissions) == 2
+    assert not (tmp_path / "unpacked" / "export" / "notes").exists()
+    assert not (tmp_path / "unpacked" / "export" / "slides").exists()
 
 
 @pytest.mark.parametrize("args, message", [

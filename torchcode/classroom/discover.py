@@ -236,7 +236,9 @@ def unzip(archive: Path, dest: Path) -> list[str]:
         raise UsageError(f"{archive} cannot be read as a zip ({type(e).__name__}: {str(e)[:200]}), e.g. a member "
                          "whose name is not the UTF-8 the zip claims: unpack it with another tool and grade the "
                          "folder") from None
-    written: dict[tuple[str, ...], int] = {}  # member path -> how many copies the zip holds
+    copies: dict[tuple[str, ...], int] = {}  # member path -> how many copies of it the zip holds
+    empty: list[Path] = []  # folders the zip names that may hold nothing unpacked
+    graded: dict[tuple[str, ...], int] = {}  # member path -> which copy is on disk (the last one unpacked)
     with z:
         for info in z.infolist():
             info.filename = _member_name(info)
@@ -252,18 +254,17 @@ def unzip(archive: Path, dest: Path) -> list[str]:
             if any(p in IGNORED for p in name.parts):
                 continue
             target = dest.joinpath(*name.parts)
-            # the folders a member lies in are made whatever becomes of it: a student whose only file is skipped
-            # (a link, too large) still has a folder, and so a row, as in a class given as a folder
             if info.is_dir():
-                _make_folder(target, info.filename, skipped)  # a folder named like a submission is reported later
+                empty.append(target)  # made below once the class folder is known (it may be a student's)
                 continue
-            if not _make_folder(target.parent, info.filename, skipped):
-                continue
+            copies[name.parts] = copies.get(name.parts, 0) + 1
             if stat.S_ISLNK(mode):
                 skipped.append(f"{info.filename}: a link inside the zip, skipped")
+                empty.append(target.parent)
                 continue
             if info.file_size > MAX_FILE or total + info.file_size > MAX_ZIP_TOTAL:
                 skipped.append(f"{info.filename}: too large ({info.file_size} bytes), skipped")
+                empty.append(target.parent)
                 continue
             try:
                 with z.open(info) as src:
@@ -273,17 +274,28 @@ def unzip(archive: Path, dest: Path) -> list[str]:
                 continue
             if len(data) > MAX_FILE:
                 skipped.append(f"{info.filename}: too large, skipped")
+                empty.append(target.parent)
                 continue
             try:  # a name that is a file in one member and a folder in another, a name the system refuses
+                target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(data)
             except (OSError, ValueError) as e:
                 skipped.append(f"{info.filename}: cannot be unpacked ({getattr(e, 'strerror', None) or e}), skipped")
                 continue
             total += len(data)
-            written[name.parts] = written.get(name.parts, 0) + 1
-    for parts, copies in written.items():
-        if copies > 1:  # as unzip and zip's own update append them: the last copy is the newest
-            skipped.append(f"{'/'.join(parts)}: in the zip {copies} times; the last copy is graded, the others skipped")
+            graded[name.parts] = copies[name.parts]
+    # A folder with nothing unpacked in it (a folder entry, or a member skipped) is made only inside the class folder,
+    # found from the files unpacked: a student whose only file was skipped still has a folder, and so a row, as in a
+    # class given as a folder; an empty folder beside the class in a wrapper (export/notes/) does not stop the
+    # descent to the class.
+    root = _class_root(dest).resolve()
+    for folder in empty:
+        if root in folder.resolve().parents:
+            _make_folder(folder, os.path.relpath(folder, dest) + "/", skipped)
+    for parts, n in copies.items():
+        if n > 1 and parts in graded:  # as unzip and zip's own update append them: the last copy is the newest
+            which = "the last copy" if graded[parts] == n else f"copy {graded[parts]} (the last one unpacked)"
+            skipped.append(f"{'/'.join(parts)}: in the zip {n} times; {which} is graded, the others skipped")
     return skipped
 
 
