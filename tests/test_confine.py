@@ -343,3 +343,28 @@ def torch_file() -> str:
     import torch
 
     return torch.__file__
+
+
+@needs_seccomp
+def test_a_refused_change_of_a_files_mode_says_what_to_use(cli, workdir):
+    """shutil.copy copies the mode (chmod), which the sandbox refuses: the learner is told to use copyfile."""
+    (workdir / "sdpa.py").write_text('''import math, os, shutil, tempfile
+
+import torch
+
+folder = tempfile.mkdtemp()
+with open(os.path.join(folder, "a"), "w") as f:
+    f.write("x")
+shutil.copy(os.path.join(folder, "a"), os.path.join(folder, "b"))
+
+
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    s = Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1))
+    if mask is not None:
+        s = s.masked_fill(~mask, float("-inf"))
+    return torch.softmax(s, -1) @ V
+''')
+    r = cli("check", "sdpa.py", "--device", "cpu", "--json")
+    report = json.loads(r.out)
+    assert report["verdict"] == "runtime_error", r.text
+    assert "may not change a file's permissions" in report["message"] and "shutil.copyfile" in report["message"], r.text

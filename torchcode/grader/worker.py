@@ -874,6 +874,14 @@ class Worker:
                 for f in traceback.extract_tb(e.__traceback__)):
             return {"kind": "runtime", "message": f"your code tried to start a process {stage}; submissions may not "
                     "fork or run programs", "stage": stage, "traceback": tb}
+        # a file operation refused EPERM is a change of mode, owner, times or attributes (seccomp refuses them;
+        # what Landlock refuses is EACCES): os.chmod, os.utime, and shutil.copy/copy2, which copy the mode
+        if isinstance(e, OSError) and e.errno == errno.EPERM and (e.filename is not None or any(
+                f.name in ("copymode", "copystat", "touch") for f in traceback.extract_tb(e.__traceback__))):
+            return {"kind": "runtime", "stage": stage, "traceback": tb, "message": (
+                f"{type(e).__name__} {stage}: {str(e)[:200]}. Submissions may not change a file's permissions, owner "
+                "or times (os.chmod, os.utime; shutil.copy and copy2 copy them): use shutil.copyfile, or keep the "
+                "data in memory.")}
         if isinstance(e, RuntimeError) and ("same device" in str(e) or "Expected all tensors" in str(e)):
             return {"kind": "device", "message": f"tensors on different devices {stage}: {str(e)[:300]}",
                     "stage": stage, "traceback": tb}
