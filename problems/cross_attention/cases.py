@@ -51,9 +51,12 @@ def more_queries(rng):
     return cross(rng, 32, 4, B=2, Sq=9, Skv=4)
 
 
-@case(targets="8 narrow heads: scale by sqrt(d_k)")
+@case(targets="8 narrow heads: scale by sqrt(d_k); another layer with 2 heads is built beside it (a model builds all its "
+              "layers first): each layer keeps its own settings on self, not on the class")
 def many_heads(rng):
-    return cross(rng, 48, 8, B=1, Sq=5, Skv=7)
+    c = cross(rng, 48, 8, B=1, Sq=5, Skv=7)
+    c.sibling = dict(d_model=48, num_heads=2)
+    return c
 
 
 @case(targets="equal lengths (a self-attention-shaped call)")
@@ -85,6 +88,14 @@ def batch_elements_independent(rng):
     return Case(init=dict(d_model=32, num_heads=4), steps=[Call(x, mem), Call(x, mem2)], checks=[Same(
         Out(1)[0], Out(0)[0], "changing the memory of batch element 1 changed the output of batch element 0: "
         "attend within each batch element (keep the batch dim apart from the token dim when you reshape)")])
+
+
+@case(targets="one layer called with other batch sizes, query lengths and memory lengths in turn: nothing built for "
+              "one call's shape (an index, a mask, a buffer) may serve another")
+def other_shapes_on_one_layer(rng):
+    return Case(init=dict(d_model=32, num_heads=4), steps=[Call(rng.randn(2, 3, 32), rng.randn(2, 5, 32)),
+                                                           Call(rng.randn(2, 6, 32), rng.randn(2, 9, 32)),
+                                                           Call(rng.randn(1, 2, 32), rng.randn(1, 4, 32))])
 
 
 @case(targets="one layer, two memories of the same shape (two source sentences): keys/values from this call's x_kv")
@@ -128,6 +139,7 @@ def memories_freed_between_steps(rng):
 def memory_object_reused(rng):
     mem, mem2 = rng.randn(2, 6, 32), rng.randn(2, 6, 32)
     new = {f"{w}.weight": rng.randn(32, 32, scale=32 ** -0.5) for w in ("W_q", "W_k", "W_v", "W_o")}
+    new.update({f"{w}.bias": rng.randn(32, scale=0.1) for w in ("W_q", "W_k", "W_v", "W_o")})  # biases kept: stale too
     steps = [Call(rng.randn(2, 1, 32), mem), Call(rng.randn(2, 1, 32), Alias(0, 1)),
              Call(rng.randn(2, 1, 32), Refill(0, 1, mem2)), Call(rng.randn(2, 1, 32), Alias(0, 1)).updated(new)]
     return Case(init=dict(d_model=32, num_heads=4), steps=steps,

@@ -2,7 +2,7 @@
 
 import torch
 
-from torchcode.grader.cases import Call, Case, Fn, Out, Refill, Same, baseline, benchmark, case
+from torchcode.grader.cases import Alias, Call, Case, Fn, Out, Refill, Same, baseline, benchmark, case
 
 # the names of the last dimensions of each output and input, for messages ("query positions 0, 1 are wrong")
 DIMS = {"output": ("position", "feature"), "Q": ("position", "feature"), "K": ("position", "feature"),
@@ -212,6 +212,22 @@ def inputs_freed_between_calls(rng):
     for s in c.steps:
         s.temporary_inputs()
     return c
+
+
+@case(targets="one tensor object passed as Q and K (attention(x, x, v), self-attention without projections), then as Q, K "
+              "and V: a shortcut taken when Q is K (the scores are then symmetric) is graded here")
+def query_is_key(rng):
+    x, y = rng.randn(2, 40, 16), rng.randn(2, 37, 16)
+    return Case(steps=[Call(x, Alias(0, 0), rng.randn(2, 40, 16), 16), Call(y, Alias(1, 0), Alias(1, 0), 16)])
+
+
+@case(targets="a query of zeros and a key of zeros (padding embeddings), S not a multiple of block_size: a score of "
+              "exactly 0 is an ordinary score, never a padded key's")
+def zero_query_and_key(rng):
+    Q, K, V = rng.randn(2, 20, 8), rng.randn(2, 20, 8), rng.randn(2, 20, 8)
+    Q[:, 1] = 0.0  # every score of query 1 is exactly 0: uniform weights over all keys
+    K[:, 2] = 0.0  # key 2 scores exactly 0 for every query
+    return Case(steps=[Call(Q, K, V, 8)])
 
 
 @benchmark

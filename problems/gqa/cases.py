@@ -57,6 +57,13 @@ def single_token(rng):
     return gqa(rng, 32, 8, 2, B=3, S=1)
 
 
+@case(targets="one layer called with other batch sizes and lengths in turn (a short prompt, then a longer one): "
+              "nothing built for one call's shape (an index, a mask, a buffer) may serve another")
+def other_shapes_on_one_layer(rng):
+    return Case(init=dict(d_model=32, num_heads=8, num_kv_heads=2),
+                steps=[Call(rng.randn(2, 4, 32)), Call(rng.randn(2, 9, 32)), Call(rng.randn(3, 2, 32))])
+
+
 @case(targets="one layer, two inputs of the same shape: nothing computed for one input may serve another")
 def same_shape_twice(rng):
     return Case(init=dict(d_model=32, num_heads=4, num_kv_heads=2),
@@ -88,7 +95,9 @@ def inputs_freed_between_calls(rng):
 def weights_updated_between_calls(rng):
     x = rng.randn(2, 5, 32)
     new = {"W_q.weight": rng.randn(32, 32, scale=32 ** -0.5), "W_k.weight": rng.randn(16, 32, scale=32 ** -0.5),
-           "W_v.weight": rng.randn(16, 32, scale=32 ** -0.5), "W_o.weight": rng.randn(32, 32, scale=32 ** -0.5)}
+           "W_v.weight": rng.randn(16, 32, scale=32 ** -0.5), "W_o.weight": rng.randn(32, 32, scale=32 ** -0.5),
+           "W_q.bias": rng.randn(32, scale=0.1), "W_k.bias": rng.randn(16, scale=0.1), "W_v.bias": rng.randn(16, scale=0.1),
+           "W_o.bias": rng.randn(32, scale=0.1)}  # biases too: a bias joined once and kept is as stale as a weight
     return Case(init=dict(d_model=32, num_heads=4, num_kv_heads=2), steps=[Call(x), Call(x).updated(new)],
                 grad=False)  # a training step runs backward before it changes the weights: a forward property
 

@@ -45,9 +45,12 @@ def prefill(rng):
         "changing tokens after position 3 changed your outputs at positions 0..3: mask the future")])
 
 
-@case(targets="prefill 4, then 3 single-token decode steps == one full forward")
+@case(targets="prefill 4, then 3 single-token decode steps == one full forward; another layer with 2 heads is built "
+              "beside it (a model builds all its layers first): each layer keeps its own settings on self, not on the class")
 def prefill_then_decode(rng):
-    return chunks_then_full(rng, 32, 4, B=2, sizes=[4, 1, 1, 1])
+    c = chunks_then_full(rng, 32, 4, B=2, sizes=[4, 1, 1, 1])
+    c.sibling = dict(d_model=32, num_heads=2)
+    return c
 
 
 @case(targets="chunked prefill: a multi-token chunk on a non-empty cache needs the mask offset")
@@ -183,6 +186,7 @@ def continue_on_new_layer(rng):
 def weights_updated_between_calls(rng):
     x = rng.randn(2, 4, 16)
     new = {f"{w}.weight": rng.randn(16, 16, scale=0.25) for w in ("W_q", "W_k", "W_v", "W_o")}
+    new.update({f"{w}.bias": rng.randn(16, scale=0.1) for w in ("W_q", "W_k", "W_v", "W_o")})  # biases kept are stale too
     return Case(init=dict(d_model=16, num_heads=2), steps=[Call(x), Call(x).updated(new)],
                 grad=False)  # a training step runs backward before it changes the weights: a forward property
 

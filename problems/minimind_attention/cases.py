@@ -193,10 +193,12 @@ def dropout_in_eval(rng):
                 checks=[Same(Out(1, 0), Out(0, 0), EVAL_DROPOUT)])
 
 
-@case(targets="one token, batch 1")
+@case(targets="one token, batch 1; another layer with other head counts is built beside it (a model builds all its "
+              "layers first): each layer keeps its own settings on self, not on the class")
 def single_token(rng):
     cos, sin = rope_tables(1, 16)
-    return Case(init=dict(config=config(hidden=64, heads=4, kv=2)), steps=[Call(rng.randn(1, 1, 64), pe(cos, sin, 0, 1))])
+    return Case(init=dict(config=config(hidden=64, heads=4, kv=2)), steps=[Call(rng.randn(1, 1, 64), pe(cos, sin, 0, 1))],
+                sibling=dict(config=config(hidden=64, heads=8, kv=1)))
 
 
 @case(targets="large activations with a cache: a stable softmax on both paths; the last step reads past_key_value "
@@ -392,6 +394,25 @@ def branch_from_prefix(rng):
     return Case(init=dict(config=config()), steps=steps, checks=[
         Same(Cat([Out(0, 0), Out(2, 0)], dim=1), Out(3, 0), OWN_PAST),
         Same(Out(2, 1, 0), Out(3, 1, 0), CACHE_FULL),
+    ])
+
+
+@case(targets="generation as inference runs it (torch.no_grad()): two continuations branched from one prefix "
+              "past_key_value, each over the past it is handed; a cache buffer written in place only when autograd is "
+              "off shows here")
+def branch_from_prefix_inference(rng):
+    cos, sin = rope_tables(7, 8)
+    prefix, a, b = rng.randn(1, 4, 64), rng.randn(1, 3, 64), rng.randn(1, 2, 64)
+    steps = [Call(prefix, pe(cos, sin, 0, 4), use_cache=True),
+             Call(a, pe(cos, sin, 4, 7), past_key_value=Prev(0, 1), use_cache=True),
+             Call(b, pe(cos, sin, 4, 6), past_key_value=Prev(0, 1), use_cache=True),
+             Call(torch.cat([prefix, a], dim=1), pe(cos, sin, 0, 7), use_cache=True),
+             Call(torch.cat([prefix, b], dim=1), pe(cos, sin, 0, 6), use_cache=True)]
+    return Case(init=dict(config=config()), steps=steps, grad=False, checks=[
+        Same(Cat([Out(0, 0), Out(1, 0)], dim=1), Out(3, 0), OWN_PAST),
+        Same(Cat([Out(0, 0), Out(2, 0)], dim=1), Out(4, 0), OWN_PAST),
+        Same(Out(1, 1, 0), Out(3, 1, 0), CACHE_FULL),
+        Same(Out(2, 1, 0), Out(4, 1, 0), CACHE_FULL),
     ])
 
 

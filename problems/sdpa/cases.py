@@ -2,7 +2,7 @@
 
 import torch
 
-from torchcode.grader.cases import Call, Case, Out, Refill, Same, baseline, benchmark, case
+from torchcode.grader.cases import Alias, Call, Case, Out, Refill, Same, baseline, benchmark, case
 
 # the names of the last dimensions of each output and input, for messages ("query positions 0, 1 are wrong")
 DIMS = {"output": ("query position", "feature"), "Q": ("query position", "feature"),
@@ -195,6 +195,13 @@ def inputs_freed_between_calls(rng):
     steps = [Call(rng.randn(2, 4, 8), rng.randn(2, 6, 8), rng.randn(2, 6, 8), _mask(rng, 2, 4, 6)).temporary_inputs()
              for _ in range(4)]
     return Case(steps=steps, grad=False)  # inference
+
+
+@case(targets="one tensor object passed as Q and K (attention(x, x, v), self-attention without projections), then as Q, K "
+              "and V: a shortcut taken when Q is K (the scores are then symmetric) is graded here")
+def query_is_key(rng):
+    x, y = rng.randn(2, 6, 8), rng.randn(2, 5, 8)
+    return Case(steps=[Call(x, Alias(0, 0), rng.randn(2, 6, 8)), Call(y, Alias(1, 0), Alias(1, 0))])
 
 
 @benchmark
