@@ -61,7 +61,7 @@ def single_token(rng):
               "nothing built for one call's shape (an index, a mask, a buffer) may serve another")
 def other_shapes_on_one_layer(rng):
     return Case(init=dict(d_model=32, num_heads=8, num_kv_heads=2),
-                steps=[Call(rng.randn(2, 4, 32)), Call(rng.randn(2, 9, 32)), Call(rng.randn(3, 2, 32))])
+                steps=[Call(rng.randn(2, 6, 32)), Call(rng.randn(2, 11, 32)), Call(rng.randn(3, 5, 32))])
 
 
 @case(targets="one layer, two inputs of the same shape: nothing computed for one input may serve another")

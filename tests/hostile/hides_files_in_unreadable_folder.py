@@ -2,8 +2,9 @@
 # args: --memory-limit 100
 # Writes 128 MB of files into a folder of its scratch directory, then takes the folder's permissions away
 # (chmod 000): a grader not running as root could no longer list it, so its watch saw nothing there (and the
-# clean-up afterwards could not remove it). If that works, it returns the right answer. The watch stops a worker
-# whose folders it cannot look into; the clean-up gives the folder its permissions back first.
+# clean-up afterwards could not remove it). If that works, it returns the right answer. Confinement now refuses
+# chmod (EPERM), and the watch stops a worker whose folders it cannot look into where confinement is missing; the
+# clean-up gives the folder its permissions back first.
 import math
 import os
 
@@ -14,7 +15,10 @@ _chunk = b"\1" * (8 << 20)
 for i in range(16):
     with open(os.path.join("hidden", f"f{i}"), "wb") as f:
         f.write(_chunk)
-os.chmod("hidden", 0)
+try:
+    os.chmod("hidden", 0)
+except PermissionError:  # refused by the sandbox: the files stay in sight
+    pass
 
 
 def scaled_dot_product_attention(Q, K, V, mask=None):
