@@ -383,37 +383,33 @@ def own_score_below_float16_range(rng):
     return _own_score(rng, -1e5)
 
 
-@case(targets="two continuations branched from one prefix past_kv: attend over the cache you are handed")
-def branch_from_prefix(rng):
+def branched(rng, B, grad):
+    """A prefix, two continuations each from the prefix's past_kv, then each branch as one full forward."""
     cos, sin = rope_tables(7, 8)
-    prefix, a, b = rng.randn(2, 4, 64), rng.randn(2, 3, 64), rng.randn(2, 2, 64)
+    prefix, a, b = rng.randn(B, 4, 64), rng.randn(B, 3, 64), rng.randn(B, 2, 64)
     steps = [Call(prefix, pe(cos, sin, 0, 4), use_cache=True),
              Call(a, pe(cos, sin, 4, 7), past_key_value=Prev(0, 1), use_cache=True),
              Call(b, pe(cos, sin, 4, 6), past_key_value=Prev(0, 1), use_cache=True),
+             Call(torch.cat([prefix, a], dim=1), pe(cos, sin, 0, 7), use_cache=True),
              Call(torch.cat([prefix, b], dim=1), pe(cos, sin, 0, 6), use_cache=True)]
-    return Case(init=dict(config=config()), steps=steps, checks=[
-        Same(Cat([Out(0, 0), Out(2, 0)], dim=1), Out(3, 0), OWN_PAST),
-        Same(Out(2, 1, 0), Out(3, 1, 0), CACHE_FULL),
+    return Case(init=dict(config=config()), steps=steps, grad=grad, checks=[
+        Same(Cat([Out(0, 0), Out(1, 0)], dim=1), Out(3, 0), OWN_PAST),
+        Same(Cat([Out(0, 0), Out(2, 0)], dim=1), Out(4, 0), OWN_PAST),
+        Same(Out(1, 1, 0), Out(3, 1, 0), CACHE_FULL),
+        Same(Out(2, 1, 0), Out(4, 1, 0), CACHE_FULL),
     ])
+
+
+@case(targets="two continuations branched from one prefix past_kv: attend over the cache you are handed")
+def branch_from_prefix(rng):
+    return branched(rng, B=2, grad=True)
 
 
 @case(targets="generation as inference runs it (torch.no_grad()): two continuations branched from one prefix "
               "past_key_value, each over the past it is handed; a cache buffer written in place only when autograd is "
               "off shows here")
 def branch_from_prefix_inference(rng):
-    cos, sin = rope_tables(7, 8)
-    prefix, a, b = rng.randn(1, 4, 64), rng.randn(1, 3, 64), rng.randn(1, 2, 64)
-    steps = [Call(prefix, pe(cos, sin, 0, 4), use_cache=True),
-             Call(a, pe(cos, sin, 4, 7), past_key_value=Prev(0, 1), use_cache=True),
-             Call(b, pe(cos, sin, 4, 6), past_key_value=Prev(0, 1), use_cache=True),
-             Call(torch.cat([prefix, a], dim=1), pe(cos, sin, 0, 7), use_cache=True),
-             Call(torch.cat([prefix, b], dim=1), pe(cos, sin, 0, 6), use_cache=True)]
-    return Case(init=dict(config=config()), steps=steps, grad=False, checks=[
-        Same(Cat([Out(0, 0), Out(1, 0)], dim=1), Out(3, 0), OWN_PAST),
-        Same(Cat([Out(0, 0), Out(2, 0)], dim=1), Out(4, 0), OWN_PAST),
-        Same(Out(1, 1, 0), Out(3, 1, 0), CACHE_FULL),
-        Same(Out(2, 1, 0), Out(4, 1, 0), CACHE_FULL),
-    ])
+    return branched(rng, B=1, grad=False)
 
 
 @case(targets="other padding with the same shapes on one layer, in one mask buffer the caller refills in place: the "
