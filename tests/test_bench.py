@@ -41,9 +41,13 @@ def test_bench_on_cuda_measures_the_kernel_not_one_time_costs(cli, workdir):
 def test_bench_table(cli, workdir):
     src = (ROOT / "problems" / "flash_attention" / "right" / "keys_outer_loop.py").read_text()
     (workdir / "flash_attention.py").write_text(src)
-    r = cli("bench", "flash_attention", "--sizes", "128,256", "--reps", "1", "--device", "cpu")
+    r = cli("bench", "flash_attention", "--sizes", "128,256", "--reps", "1", "--device", "cpu", env={"COLUMNS": "60"})
     assert r.code == 0, r.err
     assert "x ref" in r.out and "mem k" in r.out and "256" in r.out
+    # narrower than the table (a pipe gets 80 columns): every column whole, never cropped ("512K" shown as "512")
+    assert "fused pk" in r.out and "…" not in r.out, r.out
+    row = next(line for line in r.out.splitlines() if line.split()[:1] == ["256"]).split()
+    assert row[-1][-1] in "KMG" and row[-2][-1] in "KMG", row
 
 
 def test_warning_when_memory_grows_faster_than_the_reference():
@@ -74,6 +78,12 @@ def test_bench_refusal_names_the_pack_to_check_with(cli, workdir):
     assert r.code == 1, r.text
     shown = os.path.relpath(pack, workdir)  # as check's reproduce line names it
     assert f"run `torchcode check good_attention --problems-dir {shown}` first" in " ".join(r.err.split()), r.err
+
+
+def test_bench_refusal_of_another_file_names_that_file(cli, workdir):
+    shutil.copy(ROOT / "problems" / "flash_attention" / "wrong" / "full_matrix.py", workdir / "mine.py")
+    r = cli("bench", "flash_attention", "mine.py", "--sizes", "64", "--device", "cpu")
+    assert r.code == 1 and "run `torchcode check mine.py --problem flash_attention` first" in " ".join(r.err.split())
 
 
 def test_bench_problem_without_benchmark(cli, workdir):

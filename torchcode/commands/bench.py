@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -35,8 +36,10 @@ def run(target: str | None, problem: str | None, limits, dtype: str, sizes: list
 
             what = verdict_label(graded.verdict.value)[1].lower()  # "not implemented yet", not not_implemented
             pack = "" if spec.pack.resolve() == builtin_pack().resolve() else f" --problems-dir {display_path(spec.pack)}"
+            own = path.resolve() == (Path.cwd() / f"{spec.id}.py").resolve()  # the file `check ID` grades
+            command = f"{spec.id}{pack}" if own else f"{shlex.quote(display_path(path))} --problem {spec.id}{pack}"
             err_console().print(inert(f"{display_path(path)} is not accepted ({what}: {graded.message}). "
-                                      f"Only correct kernels are benchmarked: run `torchcode check {spec.id}{pack}` first."),
+                                      f"Only correct kernels are benchmarked: run `torchcode check {command}` first."),
                                 markup=False, highlight=False)
             return 1
         if as_json or not sys.stderr.isatty():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich import box
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 
 
@@ -34,7 +35,11 @@ def table(con: Console, r, file: str) -> None:
     for row, pk, tk in zip(r.rows, peak_k, time_k):
         t.add_row(str(row.size), _ms(row.learner_s), _ms(row.reference_s), f"{row.ratio:.2f}x", _ms(row.baseline_s),
                   _bytes(row.learner_peak), _k(pk), _k(tk), _bytes(row.reference_peak), _bytes(row.baseline_peak))
+    # never narrower than the figures: a pipe or a log gets 80 columns, where rich cropped "2.0M" to "2.0"
+    need, width = Measurement.get(con, con.options.update(width=10_000), t).maximum, con.width
+    con.width = max(width, need)  # print(width=) is capped at the console's own
     con.print(t)
+    con.width = width
     ref_k = r.growth("reference_peak")
     worse = [(k, rk) for k, rk in zip(peak_k, ref_k) if k is not None and rk is not None and k > rk + 0.5]
     if worse:
