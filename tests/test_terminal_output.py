@@ -116,7 +116,7 @@ ASCII_ENVS = {
 
 @pytest.mark.parametrize("env", ASCII_ENVS.values(), ids=ASCII_ENVS.keys())
 def test_ascii_terminals_get_ascii(cli, workdir, env):
-    shutil.copy(HOSTILE / "returns_zeros.py", workdir / "sdpa.py")
+    shutil.copy(ROOT / "problems" / "sdpa" / "wrong" / "ignores_mask.py", workdir / "sdpa.py")  # some cases pass
     shutil.copy(ROOT / "solutions" / "sdpa.py", workdir / "ref.py")
     rejected, accepted = at_once(lambda: cli("check", "sdpa.py", "--device", "cpu", env=env),
                                  lambda: cli("check", "ref.py", "--problem", "sdpa", "--device", "cpu", env=env))
@@ -132,8 +132,7 @@ def test_ascii_terminals_get_ascii(cli, workdir, env):
         assert r.code == (1 if name == "rejected" else 0), (name, r.text)
         assert r.text.isascii(), (name, [c for c in r.text if not c.isascii()][:5])
         assert "Traceback" not in r.err, (name, r.err)
-    assert "\nx  batched_3d" in runs["rejected"].out
-    assert "\n+  batched_3d" in runs["accepted"].out
+    assert "\nx  padding_mask" in runs["rejected"].out and "\n+  batched_3d" in runs["rejected"].out
     assert "+-" in runs["rejected"].out  # the panel drawn with ASCII
 
 

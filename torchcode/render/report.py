@@ -24,7 +24,7 @@ def report(con: Console, r: Report, *, display_file: str, pack: str | None = Non
     con.print(head)
     early = r.verdict in (Verdict.NOT_IMPLEMENTED, Verdict.SYNTAX_ERROR, Verdict.BAD_INTERFACE) or not r.cases_passed and all(
         c.verdict is r.verdict or c.verdict is Verdict.NOT_RUN for c in r.cases) and r.verdict is not Verdict.WRONG_ANSWER
-    if r.cases and not early:
+    if r.cases and not early and not r.passed:  # accepted: the head line says it all (`check --json` lists the cases)
         case_w = max(len(c.name) for c in r.cases)
         res_w = max(len(verdict_label(c.verdict.value)[1]) for c in r.cases)
         con.print(Text(f"   {'case':<{case_w}}  {'result':<{res_w}}  what it checks", style="bold"))
