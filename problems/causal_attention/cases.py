@@ -127,6 +127,14 @@ def query_is_key(rng):
     return Case(steps=[Call(x, Alias(0, 0), rng.randn(3, 7, 12)), Call(y, Alias(1, 0), Alias(1, 0))])
 
 
+@case(targets="Q is K (then Q, K and V one object) in an inference loop under torch.no_grad(): a shortcut taken only "
+              "when autograd is off is graded here too")
+def query_is_key_inference(rng):
+    x, y = rng.randn(3, 6, 12), rng.randn(1, 8, 12)
+    return Case(steps=[Call(x, Alias(0, 0), rng.randn(3, 6, 12)), Call(y, Alias(1, 0), Alias(1, 0))],
+                grad=False)
+
+
 @benchmark
 def bench_inputs(rng, S):
     return Case(steps=[Call(rng.randn(1, S, 64), rng.randn(1, S, 64), rng.randn(1, S, 64))])

@@ -2,7 +2,7 @@
 
 import torch
 
-from torchcode.grader.cases import Alias, Call, Case, Fn, Out, Refill, Same, case
+from torchcode.grader.cases import Alias, Call, Case, Const, Fn, Out, Refill, Same, case
 
 # the names of the last dimensions of each output and input, for messages ("query positions 0, 1 are wrong")
 DIMS = {"output": ("batch element", "query position", "feature"), "x_q": ("batch element", "query position", "feature"),
@@ -144,3 +144,31 @@ def memory_object_reused(rng):
              Call(rng.randn(2, 1, 32), Refill(0, 1, mem2)), Call(rng.randn(2, 1, 32), Alias(0, 1)).updated(new)]
     return Case(init=dict(d_model=32, num_heads=4), steps=steps,
                 grad=False)  # the memory is written into between calls, the weights changed: a forward property
+
+
+@case(targets="one memory token for several queries: every query reads it, the output keeps every query's row")
+def single_memory_token(rng):
+    return cross(rng, 32, 4, B=2, Sq=4, Skv=1)
+
+
+@case(targets="one query buffer the caller refills in place between calls (over one memory): the output comes from "
+              "this call's queries, never from projections kept by the tensor object")
+def queries_refilled(rng):
+    mem = rng.randn(2, 6, 32)
+    steps = [Call(rng.randn(2, 3, 32), mem)] + [Call(Refill(0, 0, rng.randn(2, 3, 32)), Alias(0, 1)) for _ in range(2)]
+    return Case(init=dict(d_model=32, num_heads=4), steps=steps, grad=False)  # written in place: a forward property
+
+
+@case(targets="x_q is x_kv (layer(x, x)) under torch.no_grad(), the weights changed in place between two calls: a fused "
+              "projection kept for that path is stale")
+def query_is_memory_weights_updated_inference(rng):
+    new = {f"{w}.weight": rng.randn(32, 32, scale=32 ** -0.5) for w in ("W_q", "W_k", "W_v", "W_o")}
+    steps = [Call(rng.randn(2, 5, 32), Alias(0, 0)), Call(rng.randn(2, 5, 32), Alias(1, 0)).updated(new)]
+    return Case(init=dict(d_model=32, num_heads=4), steps=steps, grad=False)  # inference
+
+
+@case(targets="an input that needs no gradient (the first layer of a model, fed embeddings with "
+              "requires_grad=False): the weights' gradients are still graded, so autograd may not be switched off "
+              "because the input needs none")
+def inputs_need_no_grad(rng):
+    return Case(init=dict(d_model=32, num_heads=4), steps=[Call(Const(rng.randn(2, 3, 32)), Const(rng.randn(2, 6, 32)))])

@@ -230,6 +230,14 @@ def zero_query_and_key(rng):
     return Case(steps=[Call(Q, K, V, 8)])
 
 
+@case(targets="Q is K (then Q, K and V one object) in an inference loop under torch.no_grad(): a shortcut taken only "
+              "when autograd is off is graded here too")
+def query_is_key_inference(rng):
+    x, y = rng.randn(2, 40, 16), rng.randn(2, 37, 16)
+    return Case(steps=[Call(x, Alias(0, 0), rng.randn(2, 40, 16), 16), Call(y, Alias(1, 0), Alias(1, 0), 16)],
+                grad=False)
+
+
 @benchmark
 def bench_inputs(rng, S):
     return Case(steps=[Call(rng.randn(1, S, 64), rng.randn(1, S, 64), rng.randn(1, S, 64), block_size=64)])

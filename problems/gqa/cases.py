@@ -2,7 +2,7 @@
 
 import torch
 
-from torchcode.grader.cases import Call, Case, Out, Refill, Same, benchmark, case
+from torchcode.grader.cases import Call, Case, Const, Out, Refill, Same, benchmark, case
 
 # the names of the last dimensions of each output and input, for messages ("query positions 0, 1 are wrong")
 DIMS = {"output": ("batch element", "position", "feature"), "x": ("batch element", "position", "feature")}
@@ -100,6 +100,13 @@ def weights_updated_between_calls(rng):
            "W_o.bias": rng.randn(32, scale=0.1)}  # biases too: a bias joined once and kept is as stale as a weight
     return Case(init=dict(d_model=32, num_heads=4, num_kv_heads=2), steps=[Call(x), Call(x).updated(new)],
                 grad=False)  # a training step runs backward before it changes the weights: a forward property
+
+
+@case(targets="an input that needs no gradient (the first layer of a model, fed embeddings with "
+              "requires_grad=False): the weights' gradients are still graded, so autograd may not be switched off "
+              "because the input needs none")
+def input_needs_no_grad(rng):
+    return Case(init=dict(d_model=32, num_heads=4, num_kv_heads=2), steps=[Call(Const(rng.randn(2, 5, 32)))])
 
 
 @benchmark

@@ -2,7 +2,7 @@
 
 import torch
 
-from torchcode.grader.cases import Call, Case, Cat, Out, Prev, Refill, Same, case
+from torchcode.grader.cases import Call, Case, Cat, Const, Out, Prev, Refill, Same, case
 
 # the names of the last dimensions of each output and input, for messages ("query positions 0, 1 are wrong")
 DIMS = {"output[0]": ("batch element", "position", "feature"), "output[1]": ("batch element", "head", "position", "feature"),
@@ -118,7 +118,8 @@ def zero_query_and_key(rng):
                             weights={"W_q.bias": z, "W_k.bias": z})  # zero input -> zero query and key
 
 
-@case(targets="a cache past 256 tokens, then new tokens at positions 250..261: positions must be counted exactly; "
+@case(targets="a cache past 256 tokens, then new tokens at positions 250..261, then all 262 in one prefill: positions "
+              "must be counted exactly; "
               "bfloat16 holds whole numbers exactly only up to 256 (257 rounds to 256, so a token would see the next "
               "one): build positions with an int64 torch.arange (its default), not in the inputs' dtype nor in a "
               "narrow integer type (int8 wraps past 127)",
@@ -131,7 +132,7 @@ def long_cache_positions(rng):
     u = u / u.norm()
     x[0, t], x[0, t + 1] = 4 * u, 8 * u  # W_q = W_k = I: token 256's score on token 257 is 32 / 2 = 16, if it saw it
     eye, z = torch.eye(d), torch.zeros(d)
-    steps = [Call(x[:, :past]), Call(x[:, past:], Prev(0, 1))]
+    steps = [Call(x[:, :past]), Call(x[:, past:], Prev(0, 1)), Call(x)]  # and all 262 tokens in one prefill
     return Case(init=dict(d_model=d, num_heads=1), steps=steps, grad=False,  # forward only: the mask is what it tests
                 weights={"W_q.weight": eye, "W_q.bias": z, "W_k.weight": eye, "W_k.bias": z})
 
@@ -203,3 +204,10 @@ def inputs_freed_between_calls(rng):
 def input_buffer_refilled(rng):
     steps = [Call(rng.randn(2, 4, 16))] + [Call(Refill(0, 0, rng.randn(2, 4, 16))) for _ in range(2)]
     return Case(init=dict(d_model=16, num_heads=2), steps=steps, grad=False)  # written in place: a forward property
+
+
+@case(targets="an input that needs no gradient (the first layer of a model, fed embeddings with "
+              "requires_grad=False): the weights' gradients are still graded, so autograd may not be switched off "
+              "because the input needs none")
+def input_needs_no_grad(rng):
+    return Case(init=dict(d_model=16, num_heads=2), steps=[Call(Const(rng.randn(2, 5, 16)))])

@@ -2,7 +2,7 @@
 
 import torch
 
-from torchcode.grader.cases import Call, Case, Fn, Out, Refill, Same, baseline, benchmark, case
+from torchcode.grader.cases import Alias, Call, Case, Fn, Out, Refill, Same, baseline, benchmark, case
 
 # the names of the last dimensions of each output and input, for messages ("query positions 0, 1 are wrong")
 DIMS = {"output": ("query position", "feature"), "Q": ("query position", "feature"),
@@ -111,6 +111,13 @@ def linear_work(rng):
 def inputs_freed_between_calls(rng):
     steps = [Call(*(rng.randn(2, 20, 8) for _ in range(3))).temporary_inputs() for _ in range(4)]
     return Case(steps=steps, max_intermediate=2 * 20 * 20, intermediate_hint=SxS, grad=False)  # inference
+
+
+@case(targets="one tensor object passed as Q and K (then as Q, K and V): a shortcut taken when Q is K may not assume "
+              "V is the same object too")
+def query_is_key(rng):
+    x, y = rng.randn(2, 9, 8), rng.randn(2, 7, 8)
+    return Case(steps=[Call(x, Alias(0, 0), rng.randn(2, 9, 8)), Call(y, Alias(1, 0), Alias(1, 0))])
 
 
 @benchmark

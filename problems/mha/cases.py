@@ -2,7 +2,7 @@
 
 import torch
 
-from torchcode.grader.cases import Alias, Call, Case, Fn, Out, Refill, Same, case
+from torchcode.grader.cases import Alias, Call, Case, Const, Fn, Out, Refill, Same, case
 
 # the names of the last dimensions of each output and input, for messages ("query positions 0, 1 are wrong")
 DIMS = {"output": ("batch element", "query position", "feature"), "Q": ("batch element", "query position", "feature"),
@@ -140,3 +140,25 @@ def inputs_refilled(rng):
     steps += [Call(Refill(0, 0, rng.randn(2, 5, 32)), Refill(0, 1, rng.randn(2, 7, 32)), Refill(0, 2, rng.randn(2, 7, 32)))
               for _ in range(2)]
     return Case(init=dict(d_model=32, num_heads=4), steps=steps, grad=False)  # written in place: a forward property
+
+
+@case(targets="one key and value for several queries (a memory of one token): every query reads it, the output keeps "
+              "every query's row")
+def single_key(rng):
+    return mha(32, 4, (rng.randn(2, 4, 32), rng.randn(2, 1, 32), rng.randn(2, 1, 32)))
+
+
+@case(targets="self-attention (layer(x, x, x)) under torch.no_grad(), the weights changed in place between two calls: "
+              "a fused projection kept for the self-attention path is stale")
+def self_attention_weights_updated_inference(rng):
+    new = {f"{w}.weight": rng.randn(32, 32, scale=32 ** -0.5) for w in ("W_q", "W_k", "W_v", "W_o")}
+    steps = [Call(rng.randn(2, 5, 32), Alias(0, 0), Alias(0, 0)),
+             Call(rng.randn(2, 5, 32), Alias(1, 0), Alias(1, 0)).updated(new)]
+    return Case(init=dict(d_model=32, num_heads=4), steps=steps, grad=False)  # inference
+
+
+@case(targets="an input that needs no gradient (the first layer of a model, fed embeddings with "
+              "requires_grad=False): the weights' gradients are still graded, so autograd may not be switched off "
+              "because the input needs none")
+def inputs_need_no_grad(rng):
+    return mha(32, 4, (Const(rng.randn(2, 5, 32)), Const(rng.randn(2, 6, 32)), Const(rng.randn(2, 6, 32))))

@@ -72,6 +72,11 @@ def mha_flash(rng):
     return future_check(rng, config(hidden=32, heads=4, kv=None, flash=True), 8, B=2, S=6, t=2)
 
 
+@case(targets="MHA (num_key_value_heads=None) on the slow path (flash_attn=False): as many KV heads as heads")
+def mha_slow(rng):
+    return future_check(rng, config(hidden=32, heads=4, kv=None, flash=False), 8, B=2, S=6, t=2)
+
+
 @case(targets="prefill, then decode steps with past_key_value == one full forward; each call's (cos, sin) hold the rows "
               "of its own tokens only (already offset by the cache length): apply them as given, never slice them again")
 def prefill_then_decode(rng):
@@ -467,3 +472,11 @@ def hidden_states_refilled(rng):
     steps = [Call(rng.randn(2, 5, 64), pe(cos, sin, 0, 5))]
     steps += [Call(Refill(0, 0, rng.randn(2, 5, 64)), pe(cos, sin, 0, 5)) for _ in range(2)]
     return Case(init=dict(config=config()), steps=steps, grad=False)  # written in place: a forward property
+
+
+@case(targets="an input that needs no gradient (the first layer of a model, fed embeddings with "
+              "requires_grad=False): the weights' gradients are still graded, so autograd may not be switched off "
+              "because the input needs none")
+def input_needs_no_grad(rng):
+    cos, sin = rope_tables(5, 8)
+    return Case(init=dict(config=config()), steps=[Call(Const(rng.randn(2, 5, 64)), pe(cos, sin, 0, 5))])

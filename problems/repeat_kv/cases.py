@@ -47,3 +47,9 @@ def inputs_freed_between_calls(rng):
 def cache_buffer_refilled(rng):
     steps = [Call(rng.randn(2, 6, 2, 8), 2)] + [Call(Refill(0, 0, rng.randn(2, 6, 2, 8)), 2) for _ in range(2)]
     return Case(steps=steps, grad=False)  # written in place: a forward property
+
+
+@case(targets="one shape with other n_rep values in turn: nothing built for one n_rep (an index, a buffer) may serve "
+              "another")
+def same_shape_other_n_rep(rng):
+    return Case(steps=[Call(rng.randn(2, 3, 2, 4), n) for n in (2, 3, 1, 4)])

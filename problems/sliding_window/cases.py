@@ -133,3 +133,11 @@ def inputs_freed_between_calls(rng):
 def query_is_key(rng):
     x, y = rng.randn(2, 9, 8), rng.randn(2, 7, 8)
     return Case(steps=[Call(x, Alias(0, 0), rng.randn(2, 9, 8), 3), Call(y, Alias(1, 0), Alias(1, 0), 3)])
+
+
+@case(targets="Q is K (then Q, K and V one object) in an inference loop under torch.no_grad(): a shortcut taken only "
+              "when autograd is off is graded here too")
+def query_is_key_inference(rng):
+    x, y = rng.randn(2, 9, 8), rng.randn(2, 7, 8)
+    return Case(steps=[Call(x, Alias(0, 0), rng.randn(2, 9, 8), 3), Call(y, Alias(1, 0), Alias(1, 0), 3)],
+                grad=False)
