@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, expected_verdict
+from conftest import FIXTURES, ROOT, expected_verdict
 from torchcode.classroom.discover import discover
 from torchcode.grader import confine
 
@@ -666,3 +666,15 @@ def test_a_class_seed_is_built_ahead_but_never_reused_for_a_hidden_one():
     assert first.seed == second.seed == 1234 and first.passed and second.verdict.value == "wrong_answer"
     assert hidden.seed != 1234 and hidden.passed
     assert other.seed == 99 and other.passed
+
+
+def test_grade_bench_says_once_that_a_problem_has_no_benchmark(tmp_path):
+    klass = tmp_path / "class"
+    for student in ("ann", "ben", "cat"):
+        (klass / student).mkdir(parents=True)
+        shutil.copy(ROOT / "solutions" / "mha.py", klass / student / "mha.py")
+    p = grade_cli("class", "--problems", "mha", "--out", "out", "--workers", "1", "--device", "cpu", "--bench",
+                  home=tmp_path / "home", cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.count("not timed") == 1, p.stdout
+    assert "not timed: 3 submissions of mha (ann, ben, cat): mha has no benchmark" in " ".join(p.stdout.split()), p.stdout

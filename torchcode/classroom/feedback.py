@@ -236,6 +236,11 @@ def summary(con: Console, entries: list[Entry], problems: list[str], *, most: in
                               f"{bb['seconds'] * 1e3:.3g} (size {bb['size']})")
             con.print(b)
         failed = [e for e in entries if e.row and e.row.bench and "error" in e.row.bench]
+        same: dict[tuple[str, str], list[str]] = {}  # one reason (a problem with no benchmark) said once
         for e in failed:
-            con.print(f"not timed: {inert_name(e.student)}/{e.problem}.py: {inert(e.row.bench['error'])}",
-                      highlight=False, markup=False)
+            same.setdefault((e.problem, e.row.bench["error"]), []).append(e.student)
+        for (problem, why), students in same.items():
+            who = (f"{inert_name(students[0])}/{problem}.py" if len(students) == 1 else
+                   f"{len(students)} submissions of {problem} ({', '.join(inert_name(s) for s in students[:3])}"
+                   f"{', ...' if len(students) > 3 else ''})")
+            con.print(f"not timed: {who}: {inert(why)}", highlight=False, markup=False)
