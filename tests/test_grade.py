@@ -678,3 +678,14 @@ def test_grade_bench_says_once_that_a_problem_has_no_benchmark(tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
     assert p.stdout.count("not timed") == 1, p.stdout
     assert "not timed: 3 submissions of mha (ann, ben, cat): mha has no benchmark" in " ".join(p.stdout.split()), p.stdout
+
+
+def test_a_file_every_student_has_that_is_no_known_problem_suggests_the_pack():
+    """A pack's problem graded without --problems-dir was called a helper module, in silence."""
+    from torchcode.classroom.run import _grouped
+
+    why = "not a problem being graded (a module the student's files may import)"
+    lines = _grouped([f"{s}/masked_mean.py: {why}" for s in ("ann", "ben", "cat")] + [f"ann/utils.py: {why}"])
+    assert lines[0] == ("masked_mean.py in 3 student folders (ann, ben, cat): " + why + "; if masked_mean is a problem "
+                        "of a pack, add --problems-dir PACK (or export TORCHCODE_PROBLEMS=PACK)"), lines
+    assert lines[1] == f"ann/utils.py: {why}"  # one student's own helper: nothing to suggest

@@ -281,8 +281,12 @@ def _grouped(unknown: list[str], at_least: int = 3) -> list[str]:
         elif key not in said:
             said.add(key)
             who = groups[key]
+            why = m["why"]
+            if why.startswith("not a problem being graded (a module"):  # in every folder: a pack's problem?
+                why += (f"; if {m['name'][:-3]} is a problem of a pack, add --problems-dir PACK (or export "
+                        "TORCHCODE_PROBLEMS=PACK)")
             lines.append(f"{m['wrap']}{m['name']} in {len(who)} student folders ({', '.join(who[:3])}"
-                         f"{', ...' if len(who) > 3 else ''}): {m['why']}")
+                         f"{', ...' if len(who) > 3 else ''}): {why}")
     return lines
 
 
