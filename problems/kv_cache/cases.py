@@ -99,6 +99,19 @@ def very_negative_own_score(rng):
     return _own_score(rng, -1.5e4)
 
 
+@case(targets="a chunk of two tokens on a cache, the first seeing only keys it scores far below -1e4: mask the chunk's "
+              "future keys with -inf on the cached path too, not a large negative number")
+def very_negative_scores_in_a_cached_chunk(rng):
+    d, a = 8, (2 * 1.5e4) ** 0.5  # 2 heads of width 4, W_k = -W_q: a token's score on a copy of itself is -1.5e4
+    eye = torch.eye(d)
+    x = unit_head_slices(rng, 2, 4, 2, 4)
+    x[:, 1] = x[:, 0]  # token 1 sees keys 0 and 1, both copies of itself; token 2 is its future
+    steps = [Call(x[:, :1]), Call(x[:, 1:3], Prev(0, 1)), Call(x[:, 3:], Prev(1, 1))]
+    return Case(init=dict(d_model=d, num_heads=2), steps=steps, grad=False,  # forward only, as for large scores
+                weights={"W_q.weight": a * eye, "W_q.bias": torch.zeros(d), "W_k.weight": -a * eye,
+                         "W_k.bias": torch.zeros(d)})
+
+
 @case(targets="a first token whose only visible score is -100000, below float16's range: mask future keys with -inf "
               "(or the minimum of the scores' own dtype), not float16's minimum -65504 in every dtype",
       dtypes=("float32", "bfloat16"))  # float16 cannot hold such a score
