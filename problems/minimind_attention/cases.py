@@ -375,6 +375,21 @@ def _own_score(rng, score):
                 weights={"q_proj.weight": a * torch.eye(8), "k_proj.weight": -a * torch.eye(4, 8)})
 
 
+@case(targets="a chunk of two tokens on past_key_value, the first seeing only keys it scores far below -1e4: mask "
+              "the chunk's future keys with -inf (or the dtype's minimum) on the cached path too")
+def very_negative_scores_in_a_cached_chunk(rng):
+    a = (2 * 1.5e4) ** 0.5  # hidden 8, 2 heads of width 4, one KV head: query head 0 scores -a^2 / 2 on a copy of itself
+    x = rng.randn(2, 4, 2, 4)
+    x = (x / x.norm(dim=-1, keepdim=True)).reshape(2, 4, 8)  # head slices of norm 1
+    x[:, 1] = x[:, 0]  # token 1 sees keys 0 and 1, both copies of itself (the same values); token 2 is its future
+    cos, sin = torch.ones(4, 4), torch.zeros(4, 4)  # angles 0: no rotation, so the copies score alike
+    later = torch.tensor([False, True])[None, :, None]  # token 2's row mixes scores of this size: not graded
+    steps = [Call(x[:, :1], pe(cos, sin, 0, 1), use_cache=True),
+             Call(x[:, 1:3], pe(cos, sin, 1, 3), past_key_value=Prev(0, 1), use_cache=True).ungraded(later, 0)]
+    return Case(init=dict(config=config(hidden=8, heads=2, kv=1)), steps=steps, grad=False,  # forward only
+                weights={"q_proj.weight": a * torch.eye(8), "k_proj.weight": -a * torch.eye(4, 8)})
+
+
 @case(targets="a first token whose only visible score is far below -1e4: mask with -inf (or the dtype's minimum), "
               "not a large negative number")
 def very_negative_own_score(rng):
