@@ -36,8 +36,12 @@ def run(target: str | None, problem: str | None, limits, dtype: str, sizes: list
 
             what = verdict_label(graded.verdict.value)[1].lower()  # "not implemented yet", not not_implemented
             pack = "" if spec.pack.resolve() == builtin_pack().resolve() else f" --problems-dir {display_path(spec.pack)}"
-            own = path.resolve() == (Path.cwd() / f"{spec.id}.py").resolve()  # the file `check ID` grades
+            from torchcode.commands.common import learner_file
+
+            own = path.resolve() == learner_file(store(), spec, Path.cwd()).resolve()  # the file `check ID` grades
             command = f"{spec.id}{pack}" if own else f"{shlex.quote(display_path(path))} --problem {spec.id}{pack}"
+            if dtype != "float32" or limits.device != "cpu":  # graded as bench graded it
+                command += f" --device {limits.device} --dtype {dtype}"
             err_console().print(inert(f"{display_path(path)} is not accepted ({what}: {graded.message}). "
                                       f"Only correct kernels are benchmarked: run `torchcode check {command}` first."),
                                 markup=False, highlight=False)

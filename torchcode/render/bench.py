@@ -38,8 +38,10 @@ def table(con: Console, r, file: str) -> None:
     # never narrower than the figures: a pipe or a log gets 80 columns, where rich cropped "2.0M" to "2.0"
     need, width = Measurement.get(con, con.options.update(width=10_000), t).maximum, con.width
     con.width = max(width, need)  # print(width=) is capped at the console's own
-    con.print(t)
-    con.width = width
+    try:
+        con.print(t)
+    finally:
+        con.width = width
     ref_k = r.growth("reference_peak")
     worse = [(k, rk) for k, rk in zip(peak_k, ref_k) if k is not None and rk is not None and k > rk + 0.5]
     if worse:
