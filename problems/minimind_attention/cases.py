@@ -121,7 +121,8 @@ def zero_query_and_key_flash(rng):
     return chunks_then_full(rng, config(hidden=32, heads=4, kv=2, flash=True), 8, B=2, sizes=[3, 4, 1], x=x)
 
 
-@case(targets="a past_key_value past 256 tokens, then new tokens at positions 250..261: positions must be counted "
+@case(targets="a past_key_value past 256 tokens, then new tokens at positions 250..261, then all 262 in one prefill: "
+              "positions must be counted "
               "exactly; bfloat16 holds whole numbers exactly only up to 256 (257 rounds to 256, so a token would see "
               "the next one): build positions with an int64 torch.arange (its default), not in the activations' "
               "dtype nor in a narrow integer type (int8 wraps past 127)",
@@ -136,7 +137,8 @@ def long_cache_positions(rng):
     tables = torch.ones(S, H), torch.zeros(S, H)  # cos 1, sin 0: no rotation, so that score stays 16
     eye = torch.eye(H)
     steps = [Call(x[:, :past], pe(*tables, 0, past), use_cache=True),
-             Call(x[:, past:], pe(*tables, past, S), past_key_value=Prev(0, 1), use_cache=True)]
+             Call(x[:, past:], pe(*tables, past, S), past_key_value=Prev(0, 1), use_cache=True),
+             Call(x, pe(*tables, 0, S), use_cache=True)]  # and all 262 tokens in one prefill
     return Case(init=dict(config=config(hidden=H, heads=1, kv=1)), steps=steps, grad=False,  # forward only
                 weights={"q_proj.weight": eye, "k_proj.weight": eye})
 
