@@ -240,7 +240,12 @@ def summary(con: Console, entries: list[Entry], problems: list[str], *, most: in
         for e in failed:
             same.setdefault((e.problem, e.row.bench["error"]), []).append(e.student)
         for (problem, why), students in same.items():
-            who = (f"{inert_name(students[0])}/{problem}.py" if len(students) == 1 else
-                   f"{len(students)} submissions of {problem} ({', '.join(inert_name(s) for s in students[:3])}"
-                   f"{', ...' if len(students) > 3 else ''})")
-            con.print(f"not timed: {who}: {inert(why)}", highlight=False, markup=False)
+            con.print(f"not timed: {who(students, problem)}: {inert(why)}", highlight=False, markup=False)
+
+
+def who(students: list[str], problem: str) -> str:
+    """The submissions one message is about: ``ann/sdpa.py``, or ``3 submissions of sdpa (ann, ben, cat)``."""
+    if len(students) == 1:
+        return f"{inert_name(students[0])}/{problem}.py"
+    return (f"{len(students)} submissions of {problem} ({', '.join(inert_name(s) for s in students[:3])}"
+            f"{', ...' if len(students) > 3 else ''})")

@@ -137,9 +137,7 @@ def _grade(opts: Options, cat: Catalog, con: Console, book: Gradebook, found: Di
     for (student, problem), why in sorted(errors.items()):
         same.setdefault((problem, why), []).append(student)
     for (problem, why), students in same.items():
-        who = (f"{inert_name(students[0])}/{problem}.py" if len(students) == 1 else f"{len(students)} submissions of "
-               f"{problem} ({', '.join(inert_name(s) for s in students[:3])}{', ...' if len(students) > 3 else ''})")
-        con.print(f"not graded: {who}: {inert(why)}", highlight=False, markup=False)
+        con.print(f"not graded: {fb.who(students, problem)}: {inert(why)}", highlight=False, markup=False)
     con.print(f"Wrote {opts.out / 'grades.csv'}, grades.json"
               + (f" and feedback/ ({opts.feedback})" if opts.feedback != "none" else "")
               + f". Seed {seed}: rerun with --seed {seed} to grade on the same hidden inputs.", highlight=False, markup=False)

@@ -7,7 +7,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from torchcode.commands.common import catalog, display_path, resolve_target, store
+from torchcode.commands.common import catalog, display_path, learner_file, resolve_target, store
 from torchcode.errors import UsageError
 from torchcode.render import console, err_console
 from torchcode.render.terminal import inert
@@ -36,8 +36,6 @@ def run(target: str | None, problem: str | None, limits, dtype: str, sizes: list
 
             what = verdict_label(graded.verdict.value)[1].lower()  # "not implemented yet", not not_implemented
             pack = "" if spec.pack.resolve() == builtin_pack().resolve() else f" --problems-dir {display_path(spec.pack)}"
-            from torchcode.commands.common import learner_file
-
             own = path.resolve() == learner_file(store(), spec, Path.cwd()).resolve()  # the file `check ID` grades
             command = f"{spec.id}{pack}" if own else f"{shlex.quote(display_path(path))} --problem {spec.id}{pack}"
             if dtype != "float32" or limits.device != "cpu":  # graded as bench graded it

@@ -115,17 +115,17 @@ def extent(name: str, func, args, kwargs, first: torch.Tensor) -> int | None:
     return None
 
 
-def combining_work(name: str, written: int, extent: int, read: int) -> int:
-    """The arithmetic of an op that combines ``extent`` values into each of the ``written`` results (an ``extent``
+def combining_work(name: str, results: int, extent: int, read: int) -> int:
+    """The arithmetic of an op that combines ``extent`` values into each of its ``results`` (an ``extent``
     op above) reading ``read`` elements. A scan writes each prefix from the one before it (a cumsum over S keys is
     S adds, not S x S) and a norm reads each value a pass or two, a sort or selection costs about log2(extent)
     comparisons per element, and the others (convolutions, pooling, distances) combine ``extent`` values afresh
     for every result."""
     if name in _SCANS or name in _NORMS:  # a norm's statistics are a pass or two over what it reads
-        return max(written, read)
+        return max(results, read)
     if name in _SELECTS:
         return read * max(int(extent).bit_length(), 1)
-    return max(written * extent, read)
+    return max(results * extent, read)
 
 
 def unmeasured(name: str, func, args, kwargs) -> bool:
