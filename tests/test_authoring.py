@@ -17,6 +17,9 @@ def test_new_scaffolds_a_problem_that_validates(cli, workdir):
     assert r.code == 0, r.text
     assert (workdir / "problems" / "alibi" / "problem.toml").is_file()
     assert (workdir / "solutions" / "alibi.py").is_file() and (workdir / "templates" / "alibi.py.j2").is_file()
+    commented = [ln for ln in (workdir / "problems" / "alibi" / "problem.toml").read_text().splitlines()
+                 if " # " in ln and not ln.startswith("#")]
+    assert commented and {ln.index(" # ") for ln in commented} == {35}, commented  # one column, id and name filled in
     r = cli("show", "alibi")  # the pack is this folder, not named: said so (it was "Did you mean: ...")
     assert r.code == 2 and "no problem named 'alibi'. It is in the problem pack .: add --problems-dir ." in " ".join(
         r.err.split()), r.text

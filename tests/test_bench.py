@@ -74,7 +74,7 @@ def test_bench_refusal_names_the_pack_to_check_with(cli, workdir):
     """A pack's problem: the check to run first needs the pack (without it: "no problem named ...")."""
     pack = ROOT / "tests" / "fixtures" / "course_pack"
     shutil.copy(pack / "problems" / "good_attention" / "wrong" / "missing_scale.py", workdir / "good_attention.py")
-    r = cli("bench", "good_attention", "--device", "cpu", "--problems-dir", str(pack))
+    r = cli("bench", "good_attention", "--sizes", "64", "--device", "cpu", "--problems-dir", str(pack))
     assert r.code == 1, r.text
     shown = os.path.relpath(pack, workdir)  # as check's reproduce line names it
     assert f"run `torchcode check good_attention --problems-dir {shown}` first" in " ".join(r.err.split()), r.err

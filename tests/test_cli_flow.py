@@ -125,6 +125,9 @@ def test_show_renders_statement(cli):
     assert r.code == 0
     assert "Scaled Dot-Product Attention" in r.out and "scaled_dot_product_attention(Q, K, V, mask)" in r.out
     assert "Forbidden" in r.out
+    assert "torchcode bench sdpa times" in " ".join(r.out.split())  # sdpa has a benchmark; rope has none
+    r = cli("show", "rope")
+    assert r.code == 0 and "torchcode bench" not in r.out
 
 
 def test_usage_errors_exit_2_with_one_message(cli, workdir):

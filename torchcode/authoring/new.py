@@ -53,9 +53,20 @@ def new_problem(problem_id: str, kind: str, pack: Path, title: str | None = None
     for src, dst in targets.items():
         src += ".tmpl" if src.endswith(".py") else ""  # skeleton sources are not importable Python
         text = Template((SKELETON / kind / src).read_text(encoding="utf-8")).substitute(_quoted(values, src))
+        text = _comments_aligned(text) if src.endswith(".toml") else text
         dst.parent.mkdir(parents=True, exist_ok=True)
         dst.write_text(text, encoding="utf-8")
     return Created(pack, list(targets.values()))
+
+
+def _comments_aligned(toml: str, column: int = 36) -> str:
+    """The skeleton's trailing comments in one column again once the id and name are filled in."""
+    import re
+
+    def align(m: re.Match) -> str:
+        return f"{m[1]:<{column - 1}} {m[2]}" if len(m[1]) < column - 1 else f"{m[1]}  {m[2]}"
+
+    return re.sub(r"^([a-z_]+ = \S.*?) {2,}(# .*)$", align, toml, flags=re.M)
 
 
 def _quoted(values: dict, src: str) -> dict:

@@ -86,6 +86,11 @@ class ProblemSpec:
     bench_sizes: dict = field(default_factory=dict, compare=False)  # device -> sizes for `bench`
 
     @property
+    def benchmarked(self) -> bool:
+        """Whether `bench` can time it: problem.toml's [bench] names sizes for some device."""
+        return any(self.bench_sizes.values())
+
+    @property
     def statement_path(self) -> Path:
         return self.folder / "statement.md"
 

@@ -21,6 +21,10 @@ def run(target: str | None, problem: str | None, limits, dtype: str, sizes: list
         raise UsageError(f"--sizes must be whole numbers of at least 1, not {','.join(map(str, sizes))}")
     cat = catalog(problems_dirs)
     spec, path = resolve_target(cat, store(), target, problem, "bench", file)
+    if not spec.benchmarked and not sizes:  # said before grading, in the learner's terms
+        timed = ", ".join(p.id for p in cat.ordered() if p.benchmarked) or "none here"
+        raise UsageError(f"{spec.id} has no benchmark: `torchcode bench` times the problems whose speed is the "
+                         f"lesson ({timed}). `torchcode check` says whether {spec.id} is right.")
     if dtype not in spec.grading.dtypes:
         raise UsageError(f"{spec.id} is not graded in {dtype}; it declares {', '.join(spec.grading.dtypes)}")
     from torchcode.grader.bench import bench_sizes, run_bench

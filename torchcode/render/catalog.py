@@ -91,6 +91,8 @@ def statement(con: Console, p: ProblemSpec, revealed: int) -> None:
         con.print(f"[dim]Forbidden here:[/dim] {', '.join(p.forbidden) or 'nothing'}")
     con.print(f"[dim]Hints: {revealed} of {len(p.hints)} revealed (torchcode hint {p.id}). "
               f"Start with: torchcode start {p.id}[/dim]")
+    if p.benchmarked:  # which problems can be timed, before a learner asks `bench` for one that cannot
+        con.print(f"[dim]Once accepted, torchcode bench {p.id} times your kernel against the reference.[/dim]")
 
 
 def hints(con: Console, p: ProblemSpec, shown: list[str], total: int, only_last: bool) -> None:
