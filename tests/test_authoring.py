@@ -32,16 +32,35 @@ def test_new_scaffolds_a_problem_that_validates(cli, workdir):
     # the new problem is served like a built-in one
     r = cli("start", "alibi_layer", "--problems-dir", ".")
     assert r.code == 0 and "class AlibiLayer(nn.Module)" in (workdir / "alibi_layer.py").read_text()
-    # the next commands need the pack too: start says so, and a check without it says why, not "no problem named"
+    # the folder remembers the pack: the next commands run here find the problem without --problems-dir
     said = " ".join(r.out.split())
-    assert f"then run torchcode check --problems-dir {workdir.resolve()}." in said, r.out
-    assert f"every command needs it, with --problems-dir or once for this shell: export TORCHCODE_PROBLEMS={workdir.resolve()}" in said
+    assert "then run torchcode check. Stuck? torchcode hint alibi_layer" in said, r.out
+    assert (f"alibi_layer comes from the problem pack {workdir.resolve()}: commands run in this folder find it; "
+            f"elsewhere add --problems-dir {workdir.resolve()}") in said, r.out
     r = cli("check")
+    assert r.code == 1 and "Not implemented" in r.out, r.text
+    r = cli("hint")
+    assert r.code == 0 and "Hint 1 of 3" in r.out, r.text
+    assert "alibi_layer" in cli("status").out
+    elsewhere = workdir / "elsewhere"  # another folder does not see it, and says where to look
+    elsewhere.mkdir()
+    r = cli("check", "alibi_layer", cwd=elsewhere)
+    assert r.code == 2 and "no problem named 'alibi_layer'" in r.err, r.text
+    # the pack moved: said so by name, not "no problem named"
+    learner = workdir / "learner"
+    learner.mkdir()
+    moved = workdir.parent / f"{workdir.name}-pack"
+    shutil.copytree(workdir / "problems", moved / "problems")
+    shutil.copytree(workdir / "solutions", moved / "solutions")
+    shutil.copytree(workdir / "templates", moved / "templates")
+    assert cli("start", "alibi", "--problems-dir", str(moved), cwd=learner).code == 0
+    shutil.rmtree(moved)
+    r = cli("check", cwd=learner)
     assert r.code == 2 and "Traceback" not in r.err, r.text
-    assert ("alibi_layer was started in this directory from a problem pack this command was not given: add "
-            "--problems-dir PACK") in " ".join(r.err.split()), r.err
-    r = cli("check", "alibi_layer", "--problems-dir", ".")
-    assert r.code == 1 and "Not implemented" in r.out
+    assert (f"alibi was started in this directory from the problem pack {moved.resolve()}, which is no longer "
+            "there: add --problems-dir PACK") in " ".join(r.err.split()), r.err
+    r = cli("check", "--problems-dir", str(workdir), cwd=learner)  # named where it is now
+    assert r.code == 1 and "Not implemented" in r.out, r.text
     assert cli("new", "alibi").code == 2  # never overwrites
 
 

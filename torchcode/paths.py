@@ -24,6 +24,12 @@ def builtin_pack() -> Path:
     return PACKAGE_DIR.parent
 
 
+def pack_to_record(pack: Path) -> Path | None:
+    """What the store keeps as a started problem's pack: None for the built-in course."""
+    pack = Path(pack).resolve()
+    return None if pack == builtin_pack().resolve() else pack
+
+
 def extra_packs(cli_dirs: list[Path] | None = None) -> list[Path]:
     """Problem packs from ``--problems-dir`` and the ``TORCHCODE_PROBLEMS`` path list."""
     packs = [Path(p) for p in (cli_dirs or [])]

@@ -14,14 +14,35 @@ from torchcode.progress import Store
 T = TypeVar("T")
 
 
-def catalog(problems_dirs: list[Path] | None) -> Catalog:
-    cat = load_catalog(problems_dirs)
+def catalog(problems_dirs: list[Path] | None, *, started_here: bool = True) -> Catalog:
+    """The built-in course, the packs named (--problems-dir, TORCHCODE_PROBLEMS) and, with ``started_here``, the
+    packs of the problems started in this folder: `start X --problems-dir PACK` then `check` finds X."""
+    cat = None
+    recorded = _packs_started_here() if started_here else []
+    if recorded:
+        try:
+            cat = load_catalog([*(problems_dirs or []), *recorded])
+        except UsageError:
+            cat = None  # one moved or clashing with a pack named: as if none were recorded (check says which)
+    if cat is None:
+        cat = load_catalog(problems_dirs)
     if cat.broken:
         from torchcode.render import err_console
 
         for pid, err in sorted(cat.broken.items()):
             warn(f"problem '{pid}' is skipped: {err}")
     return cat
+
+
+def _packs_started_here() -> list[Path]:
+    from torchcode.paths import builtin_pack
+
+    try:
+        packs = Store().started_packs(Path.cwd())
+    except (StoreError, OSError):
+        return []  # the progress read that follows says what is wrong with the store
+    builtin = builtin_pack().resolve()
+    return sorted({Path(p) for p in packs.values() if Path(p).is_dir() and Path(p).resolve() != builtin})
 
 
 def store() -> Store:
@@ -76,6 +97,12 @@ def problem_or_last(cat: Catalog, st: Store, problem: str | None, command: str) 
 def _started(cat: Catalog, pid: str, command: str) -> ProblemSpec:
     """The problem started last here; one from a pack this command was not given is said so, not 'no problem'."""
     if cat.find(pid) is None:
+        pack = shown_progress(lambda: store().started_packs(Path.cwd()), {}).get(pid)
+        if pack:  # recorded, but gone or clashing with a pack named
+            raise UsageError(f"{pid} was started in this directory from the problem pack {pack}, which "
+                             + ("is no longer there" if not Path(pack).is_dir() else "cannot be loaded with the "
+                                "packs this command was given") + ": add --problems-dir PACK "
+                             f"(`torchcode {command} --problems-dir PACK`) naming where it is now")
         raise UsageError(f"{pid} was started in this directory from a problem pack this command was not given: "
                          f"add --problems-dir PACK (`torchcode {command} --problems-dir PACK`), or once for this "
                          "shell: export TORCHCODE_PROBLEMS=PACK")

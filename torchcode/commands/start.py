@@ -14,14 +14,20 @@ from torchcode.scaffold import write_stub
 # start and reset print a few lines: typer's echo instead of rich's console (~30 ms of imports)
 
 
-def _remember(spec, path: Path) -> None:
+def _remember(spec, path: Path) -> bool:
+    """Record what this folder works on (and the pack it comes from); False if that could not be saved."""
+    from torchcode.paths import pack_to_record
+
     st = store()
+    saved = True
     try:
-        st.mark_started(Path.cwd(), spec.id, path)
+        st.mark_started(Path.cwd(), spec.id, path, pack_to_record(spec.pack))
     except StoreError as e:
         echo(f"warning: {e}", err=True)
+        saved = False
     for w in st.warnings:
         echo(f"warning: {w}", err=True)
+    return saved
 
 
 def start(problem: str, file: Path | None, force: bool, problems_dirs: list[Path] | None,
@@ -32,16 +38,19 @@ def start(problem: str, file: Path | None, force: bool, problems_dirs: list[Path
     path = _into_folder(file, spec.id, ".py")
     with interrupts.deferred():  # a Ctrl-C never leaves half a stub, nor a backup not said
         written = write_stub(spec, path, force=force)
-        _remember(spec, path)
+        remembered = _remember(spec, path)
         interrupts.settle()
     if written.backup:
         echo(f"Backed up the old file to {display_path(written.backup)}")
     echo(f"Wrote {style(display_path(path), bold=True)}: {spec.title} ({spec.difficulty}).")
     pack = _pack_only_named_here(spec, problems_dirs)
-    extra = f" --problems-dir {pack}" if pack else ""
+    extra = f" --problems-dir {pack}" if pack and not remembered else ""
     echo(f"Implement {style(spec.entry.name, bold=True)}, then run {style('torchcode check' + extra, bold=True)}."
                f" Stuck? {style(f'torchcode hint {spec.id}{extra}', bold=True)}")
-    if pack:  # without it, the next `check` said "no problem named ..."
+    if pack and remembered:  # the next commands run here find it (catalog() reads the store)
+        echo(f"{spec.id} comes from the problem pack {pack}: commands run in this folder find it; elsewhere add "
+             f"--problems-dir {pack}")
+    elif pack:  # without it, the next `check` said "no problem named ..."
         echo(f"{spec.id} comes from the problem pack {pack}: every command needs it, with --problems-dir or once "
              f"for this shell: export TORCHCODE_PROBLEMS={pack}")
     return 0

@@ -20,7 +20,7 @@ from typing import Callable
 from torchcode import paths
 from torchcode.errors import StoreError
 
-SCHEMA_VERSION = 2  # 2: attempts.source (the file as checked); a version 1 store is migrated on open
+SCHEMA_VERSION = 3  # 2: attempts.source (the file as checked); 3: started.pack; older stores are migrated on open
 SEED_MIN, SEED_MAX = 0, 2**63 - 1  # what `check --seed` accepts: a SQLite INTEGER, never negative
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS attempts (
@@ -47,6 +47,7 @@ CREATE TABLE IF NOT EXISTS started (
     problem TEXT NOT NULL,
     file TEXT NOT NULL,
     at REAL NOT NULL,
+    pack TEXT,
     PRIMARY KEY (directory, problem)
 );
 """
@@ -99,6 +100,7 @@ class Store:
         self._conn: sqlite3.Connection | None = None
         self._empty = False  # opened read-only before any table was created: nothing recorded yet
         self._old = False  # an older schema opened read-only (it could not be migrated): no sources
+        self._no_packs = False  # ... older than version 3: started files have no pack
 
     # -- connection ---------------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
@@ -154,6 +156,8 @@ class Store:
             columns = {r[1] for r in conn.execute("PRAGMA table_info(attempts)")}
             if "source" not in columns:  # version 1 -> 2
                 conn.execute("ALTER TABLE attempts ADD COLUMN source BLOB")
+            if "pack" not in {r[1] for r in conn.execute("PRAGMA table_info(started)")}:  # 2 -> 3
+                conn.execute("ALTER TABLE started ADD COLUMN pack TEXT")
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -181,6 +185,7 @@ class Store:
                 raise StoreError(f"{self.path} was written by a newer torchcode (schema {version}); upgrade torchcode")
             self._empty = "attempts" not in tables
             self._old = version < 2  # an older store read as it is: no sources kept
+            self._no_packs = version < 3
             self.read_only = str(cause)
             return conn
         raise StoreError(f"cannot open the progress store {self.path}: {cause}; read-only: {error}") from None
@@ -355,10 +360,23 @@ class Store:
                     "ON CONFLICT(problem) DO UPDATE SET revealed = max(revealed, excluded.revealed)", (problem, n))
         return n
 
-    def mark_started(self, directory: Path, problem: str, file: Path) -> None:
-        self._write("INSERT INTO started (directory, problem, file, at) VALUES (?, ?, ?, ?) "
-                    "ON CONFLICT(directory, problem) DO UPDATE SET file = excluded.file, at = excluded.at",
-                    (_key(directory), problem, _key(file), time.time()))
+    def mark_started(self, directory: Path, problem: str, file: Path, pack: Path | None = None) -> None:
+        """``file`` is what ``directory`` works on for ``problem``; ``pack`` the problem pack it came from (None:
+        the built-in course), so that later commands run there find it without --problems-dir."""
+        self._write("INSERT INTO started (directory, problem, file, at, pack) VALUES (?, ?, ?, ?, ?) "
+                    "ON CONFLICT(directory, problem) DO UPDATE SET file = excluded.file, at = excluded.at, "
+                    "pack = excluded.pack",
+                    (_key(directory), problem, _key(file), time.time(), None if pack is None else _key(pack)))
+
+    def started_packs(self, directory: Path) -> dict[str, str]:
+        """problem -> the pack it was started from in ``directory``, for problems started from a pack."""
+        if self.path.exists():
+            self._connect()
+        if self._no_packs:
+            return {}
+        rows = self._read("SELECT problem, pack FROM started WHERE directory = ? AND pack IS NOT NULL",
+                          (_key(directory),))
+        return {problem: _path_text(pack) for problem, pack in rows}
 
     def last_started(self, directory: Path) -> tuple[str, str] | None:
         rows = self._read("SELECT problem, file FROM started WHERE directory = ? ORDER BY at DESC LIMIT 1",

@@ -21,6 +21,7 @@ from typing import Callable
 
 from torchcode.catalog import load_catalog
 from torchcode.errors import GraderError, StoreError, UsageError
+from torchcode.paths import pack_to_record
 from torchcode.progress import ProblemProgress, Store
 from torchcode.session import Cancelled
 
@@ -182,7 +183,7 @@ class Workspace:
         path = self.path(spec)
         if not path.exists():
             write_stub(spec, path)
-        _, unsaved = self._write(lambda st: st.mark_started(self.dir, spec.id, path))
+        _, unsaved = self._write(lambda st: st.mark_started(self.dir, spec.id, path, pack_to_record(spec.pack)))
         return {"file": self.file(pid), "warning": unsaved}
 
     def reset(self, pid: str) -> dict:
@@ -192,7 +193,7 @@ class Workspace:
         spec = self.spec(pid)
         path = self.path(spec)
         written = write_stub(spec, path, force=True)
-        _, unsaved = self._write(lambda st: st.mark_started(self.dir, spec.id, path))
+        _, unsaved = self._write(lambda st: st.mark_started(self.dir, spec.id, path, pack_to_record(spec.pack)))
         return {"file": self.file(pid), "backup": self.display(written.backup) if written.backup else None,
                 "warning": unsaved}
 
