@@ -639,3 +639,71 @@ def test_temporary_inputs_are_for_forward_only_cases_and_cannot_be_named_later(c
     same_call = lambda rng: Case(init=dict(d_model=8, num_heads=2), grad=False, steps=[  # noqa: E731
         Call(x(rng), x(rng), Alias(0, 1)).temporary_inputs()])
     mha.build(CaseDef("same_call", "", same_call), seed=3)  # an Alias within the call itself is fine
+
+
+def test_the_mode_switched_between_calls_reaches_the_layer_and_fresh_instances():
+    """Call(...).in_mode(train): model.train() / model.eval() just before that call; later calls and .fresh()
+    instances keep the mode, and the case's own train= is the first call's."""
+    import torch
+
+    from torchcode.grader import execute
+
+    class Mode(torch.nn.Module):
+        def forward(self, x):
+            return x + float(self.training)
+
+    x = torch.zeros(1)
+    prog = execute.Program(init={}, state={}, steps=[((x,), {})] * 5, grad=False, inference=True, train=True,
+                           fresh=frozenset({2, 4}), modes={1: False, 3: True})
+    ex = execute.run(Mode, True, prog, execute.Stage())
+    assert [float(o) for o in ex.outputs] == [1.0, 0.0, 0.0, 1.0, 1.0]
+
+
+def test_a_mode_frozen_at_the_first_call_fails_only_the_cases_that_switch_it(grader, catalog):
+    mm = catalog.get("minimind_attention")
+    report = grader.grade(mm, mm.folder / "wrong" / "mode_frozen_at_first_call.py", seed=2, dtypes=["float32"])
+    assert {c.name for c in report.cases if not c.passed} == {"eval_after_training", "eval_after_training_flash"}
+    assert "in eval mode after training steps on the same layer" in report.message, report.message
+
+
+def test_in_mode_is_for_module_problems(catalog):
+    from torchcode.errors import SpecError
+    from torchcode.grader.cases import Call, Case, CaseDef
+    from torchcode.grader.problem import Problem
+
+    x = lambda rng: rng.randn(1, 3, 8)  # noqa: E731
+    with pytest.raises(SpecError) as e:
+        Problem(catalog.get("sdpa")).build(CaseDef("fn", "", lambda rng: Case(steps=[
+            Call(x(rng), x(rng), x(rng)).in_mode(True)])), seed=3)
+    assert "case 'fn'" in str(e.value) and ".in_mode()" in str(e.value) and "only module" in str(e.value), str(e.value)
+
+
+def test_an_output_handed_back_cut_or_reordered():
+    """Prev(...).narrow is a view of the output (same storage: speculative decoding's cut), .index_select a copy
+    (beam search's reorder); an output with no room for it is the learner's wrong output, said in its terms."""
+    import torch
+
+    from torchcode.grader import execute
+    from torchcode.grader.cases import Prev
+
+    out = torch.arange(24.0).reshape(2, 3, 4)
+    cut = execute.viewed(out, Prev(0, 1).narrow(2, 0, 3).view)
+    assert cut.data_ptr() == out.data_ptr() and cut.shape == (2, 3, 3) and torch.equal(cut, out[:, :, :3])
+    swapped = execute.viewed(out, Prev(0, 1).index_select(0, [1, 0]).view)
+    assert swapped.data_ptr() != out.data_ptr() and torch.equal(swapped, out.flip(0))
+    for view in (Prev(0).narrow(2, 0, 5).view, Prev(0).narrow(3, 0, 1).view, Prev(0).index_select(0, [2]).view):
+        with pytest.raises(execute.OutputUnusable) as e:
+            execute.viewed(out, view, "output[1][0] of call 1")
+        assert str(e.value).startswith("output[1][0] of call 1 of shape [2, 3, 4] cannot be handed back"), str(e.value)
+
+
+def test_a_memo_by_the_returned_cache_address_fails_when_the_caller_cuts_the_cache(grader, catalog):
+    kv = catalog.get("kv_cache")
+    report = grader.grade(kv, kv.folder / "wrong" / "memo_by_cache_data_ptr.py", seed=5, dtypes=["float32"])
+    assert [c.name for c in report.cases if not c.passed] == ["cache_cut_and_reordered"], report.message
+    assert ("cache (what call 1 returned[1][0] cut to its first 4 along dim 2 (a view), what call 1 returned[1][1] "
+            "cut to its first 4 along dim 2 (a view))") in report.message, report.message
+    # a cache in another layout cannot be cut where the contract says: a wrong output, named, not a crash
+    report = grader.grade(kv, kv.folder / "wrong" / "cache_heads_last_layout.py", seed=5, dtypes=["float32"],
+                          only=["cache_cut_and_reordered"])
+    assert report.verdict.value == "wrong_output" and "cannot be handed back as the caller does" in report.message

@@ -185,6 +185,16 @@ def interleaved_sequences(rng):
     ])
 
 
+@case(targets="the caller cuts rejected draft tokens off the returned cache (speculative decoding: a view of it, the "
+              "same storage), then reorders its batch (beam search): attend over exactly the cache you are handed, "
+              "never over one kept by its data_ptr()")
+def cache_cut_and_reordered(rng):
+    x, d = rng.randn(2, 7, 24), rng.randn(2, 2, 24)  # 4 accepted tokens then 3 drafts; then 2 new tokens
+    cut = (Prev(0, 1, 0).narrow(2, 0, 4), Prev(0, 1, 1).narrow(2, 0, 4))  # k[:, :, :4], v[:, :, :4]
+    swapped = (Prev(1, 1, 0).index_select(0, [1, 0]), Prev(1, 1, 1).index_select(0, [1, 0]))
+    return Case(init=dict(d_model=24, num_heads=3), steps=[Call(x), Call(d[:, :1], cut), Call(d[:, 1:], swapped)])
+
+
 @case(targets="a cache continued on a new layer with the same weights: only the cache carries the history")
 def continue_on_new_layer(rng):
     x = rng.randn(2, 8, 32)

@@ -128,7 +128,7 @@ def zero_query_and_key_flash(rng):
               "dtype nor in a narrow integer type (int8 wraps past 127)",
       dtypes=("float32", "bfloat16"))  # float16 counts exactly that far; float32 (the CPU default) shows positions kept
       # in a narrow integer type (int8 wraps past 127, uint8 past 255)
-def long_cache_positions(rng):
+def long_cache_positions(rng, flash=False):
     H, past, S, t = 4, 250, 262, 256
     x = rng.randn(1, S, H)
     u = rng.randn(H)
@@ -139,8 +139,15 @@ def long_cache_positions(rng):
     steps = [Call(x[:, :past], pe(*tables, 0, past), use_cache=True),
              Call(x[:, past:], pe(*tables, past, S), past_key_value=Prev(0, 1), use_cache=True),
              Call(x, pe(*tables, 0, S), use_cache=True)]  # and all 262 tokens in one prefill
-    return Case(init=dict(config=config(hidden=H, heads=1, kv=1)), steps=steps, grad=False,  # forward only
+    return Case(init=dict(config=config(hidden=H, heads=1, kv=1, flash=flash)), steps=steps, grad=False,  # forward only
                 weights={"q_proj.weight": eye, "k_proj.weight": eye})
+
+
+@case(targets="the flash path past 256 tokens: a past_key_value of 250, new tokens at positions 250..261, then all "
+              "262 in one prefill: count positions exactly with an int64 torch.arange on the flash path too (a causal "
+              "mask built there in bfloat16 or uint8 lets a token see the next one)", dtypes=("float32", "bfloat16"))
+def long_cache_positions_flash(rng):
+    return long_cache_positions(rng, flash=True)
 
 
 @case(targets="right-padded prompts, then decoding: padded keys in the cache are never attended")
@@ -188,6 +195,9 @@ OWN_PAST = ("a continuation from past_key_value gave other outputs than one full
 EVAL_DROPOUT = ("the same input twice in eval mode gave different outputs: dropout must be off in eval mode "
                 "(nn.Dropout follows self.training; for the fused kernel pass dropout_p=self.dropout if self.training "
                 "else 0.0)")
+EVAL_AFTER_TRAINING = ("in eval mode after training steps on the same layer, the same input gave other outputs: read "
+                       "self.training at each call (model.eval() switches it off), never keep the dropout of the first "
+                       "call")
 DROPPED = ("the same input twice in training mode with dropout 0.5 gave identical outputs: apply dropout with "
            "p = config.dropout while self.training, on both paths (nn.Dropout, or dropout_p= on the fused kernel)")
 
@@ -361,7 +371,7 @@ def dropout_on_weights(rng):
                 checks=[Same(Fn(on_weights, Out(0, 0)), one, ON_WEIGHTS)])
 
 
-def _own_score(rng, score):
+def _own_score(rng, score, flash=False):
     """With k_proj = -q_proj, query head 0's one visible score (on key 0) is `score` (negative)."""
     a = (-2 * score) ** 0.5  # hidden 8, 2 heads of width 4, one KV head: query head 0 scores -a^2 / 2 on key 0
     x = rng.randn(2, 6, 2, 4)
@@ -373,7 +383,7 @@ def _own_score(rng, score):
     steps = [Call(x[:, :5], pe(cos, sin, 0, 5), use_cache=True).ungraded(later, 0),
              Call(x[:, 5:], pe(cos, sin, 5, 6), past_key_value=Prev(0, 1), use_cache=True)
              .ungraded(torch.ones(1, 1, 1, dtype=torch.bool), 0)]
-    return Case(init=dict(config=config(hidden=8, heads=2, kv=1)), steps=steps, grad=False,  # forward only
+    return Case(init=dict(config=config(hidden=8, heads=2, kv=1, flash=flash)), steps=steps, grad=False,  # forward only
                 weights={"q_proj.weight": a * torch.eye(8), "k_proj.weight": -a * torch.eye(4, 8)})
 
 
@@ -403,6 +413,18 @@ def very_negative_own_score(rng):
       dtypes=("float32", "bfloat16"))  # float16 cannot hold such a score
 def own_score_below_float16_range(rng):
     return _own_score(rng, -1e5)
+
+
+@case(targets="the flash path: a first token whose only visible score is far below -1e4: a causal mask built by hand "
+              "for the fused kernel needs -inf (or is_causal=True), not a large negative number")
+def very_negative_own_score_flash(rng):
+    return _own_score(rng, -1.5e4, flash=True)
+
+
+@case(targets="the flash path: a first token whose only visible score is -100000, below float16's range: -inf (or "
+              "is_causal=True), not float16's minimum -65504 in every dtype", dtypes=("float32", "bfloat16"))
+def own_score_below_float16_range_flash(rng):
+    return _own_score(rng, -1e5, flash=True)
 
 
 def branched(rng, B, grad):
@@ -497,3 +519,73 @@ def hidden_states_refilled(rng):
 def input_needs_no_grad(rng):
     cos, sin = rope_tables(5, 8)
     return Case(init=dict(config=config()), steps=[Call(Const(rng.randn(2, 5, 64)), pe(cos, sin, 0, 5))])
+
+
+@case(targets="two sequences decoded in turns on one layer (two requests batched by a server): each continues from "
+              "the past_key_value it is handed, never from a cache kept on self and found by its length")
+def interleaved_sequences(rng):
+    cos, sin = rope_tables(7, 8)
+    x, y = rng.randn(2, 7, 64), rng.randn(2, 6, 64)
+    steps = [Call(x[:, :4], pe(cos, sin, 0, 4), use_cache=True),
+             Call(y[:, :4], pe(cos, sin, 0, 4), use_cache=True),  # the same length: only the values tell them apart
+             Call(x[:, 4:6], pe(cos, sin, 4, 6), past_key_value=Prev(0, 1), use_cache=True),
+             Call(y[:, 4:], pe(cos, sin, 4, 6), past_key_value=Prev(1, 1), use_cache=True),
+             Call(x[:, 6:], pe(cos, sin, 6, 7), past_key_value=Prev(2, 1), use_cache=True),
+             Call(x, pe(cos, sin, 0, 7), use_cache=True), Call(y, pe(cos, sin, 0, 6), use_cache=True)]
+    return Case(init=dict(config=config()), steps=steps, checks=[
+        Same(Cat([Out(0, 0), Out(2, 0), Out(4, 0)], dim=1), Out(5, 0), OWN_PAST),
+        Same(Cat([Out(1, 0), Out(3, 0)], dim=1), Out(6, 0), OWN_PAST),
+    ])
+
+
+def _cut(step, n):
+    """past_key_value as speculative decoding hands it back: the first n positions of the returned one (a view)."""
+    return (Prev(step, 1, 0).narrow(1, 0, n), Prev(step, 1, 1).narrow(1, 0, n))
+
+
+def _reordered(step, order):
+    """past_key_value as beam search hands it back: its batch reordered (index_select, a new tensor)."""
+    return (Prev(step, 1, 0).index_select(0, order), Prev(step, 1, 1).index_select(0, order))
+
+
+@case(targets="the caller cuts rejected draft tokens off the returned past_key_value (speculative decoding: a view of "
+              "it, the same storage), then reorders its batch (beam search): attend over exactly the past you are "
+              "handed, never over one kept by its data_ptr()")
+def cache_cut_and_reordered(rng, flash=False, grad=True):
+    cos, sin = rope_tables(8, 8)
+    x, d = rng.randn(2, 7, 64), rng.randn(2, 2, 64)  # 4 accepted tokens then 3 drafts; then 2 new tokens
+    steps = [Call(x, pe(cos, sin, 0, 7), use_cache=True),
+             Call(d[:, :1], pe(cos, sin, 4, 5), past_key_value=_cut(0, 4), use_cache=True),
+             Call(d[:, 1:], pe(cos, sin, 5, 6), past_key_value=_reordered(1, [1, 0]), use_cache=True)]
+    return Case(init=dict(config=config(flash=flash)), steps=steps, grad=grad)
+
+
+@case(targets="the same cut and reorder under torch.no_grad(), as generation runs: a cache written in place only when "
+              "autograd is off is graded here")
+def cache_cut_and_reordered_inference(rng):
+    return cache_cut_and_reordered(rng, flash=True, grad=False)
+
+
+def _eval_after_training(rng, flash):
+    cos, sin = rope_tables(6, 8)
+    x = rng.randn(2, 6, 64)
+    everything = torch.ones(1, 1, 1, dtype=torch.bool)  # a training step's output is random: not graded
+    steps = [Call(x[:, :4], pe(cos, sin, 0, 4), use_cache=True).ungraded(everything, 0),
+             Call(x[:, :4], pe(cos, sin, 0, 4), use_cache=True).in_mode(False),
+             Call(x[:, 4:], pe(cos, sin, 4, 6), past_key_value=Prev(1, 1), use_cache=True),
+             Call(x[:, :2], pe(cos, sin, 0, 2), use_cache=True).in_mode(True).ungraded(everything, 0),
+             Call(x, pe(cos, sin, 0, 6), use_cache=True).in_mode(False)]
+    return Case(init=dict(config=config(flash=flash, dropout=0.5)), steps=steps, train=True, grad=False,
+                checks=[Same(Out(1, 0), Out(4, 0)[:, :4], EVAL_AFTER_TRAINING)])
+
+
+@case(targets="training steps, then evaluation on the same layer (model.train(), then model.eval()): the mode is "
+              "self.training at each call, not the one of the first call")
+def eval_after_training(rng):
+    return _eval_after_training(rng, flash=False)
+
+
+@case(targets="training, then evaluation on the same layer, fast path: dropout_p=self.dropout if self.training at "
+              "each call")
+def eval_after_training_flash(rng):
+    return _eval_after_training(rng, flash=True)

@@ -52,14 +52,27 @@ class Rng:
 
 @dataclass(frozen=True)
 class Prev:
-    """The learner's own output of an earlier call: ``Prev(0, 1)`` is item 1 of call 0's result."""
+    """The learner's own output of an earlier call: ``Prev(0, 1)`` is item 1 of call 0's result, handed back as
+    it is, or as a caller changes it first: ``.narrow(...)`` (a view of it) or ``.index_select(...)`` (a copy)."""
 
     step: int
     path: tuple[int, ...] = ()
+    view: tuple = ()  # () as returned; ("narrow", dim, start, length) or ("index_select", dim, (i, ...))
 
-    def __init__(self, step: int, *path: int):
+    def __init__(self, step: int, *path: int, view: tuple = ()):
         object.__setattr__(self, "step", step)
         object.__setattr__(self, "path", tuple(path))
+        object.__setattr__(self, "view", tuple(view))
+
+    def narrow(self, dim: int, start: int, length: int) -> "Prev":
+        """``output.narrow(dim, start, length)``: a view sharing its storage (same ``data_ptr()`` when ``start`` is
+        0), as speculative decoding cuts the rejected draft tokens off a returned cache. A result kept by the
+        cache's address is then stale."""
+        return Prev(self.step, *self.path, view=("narrow", int(dim), int(start), int(length)))
+
+    def index_select(self, dim: int, indices) -> "Prev":
+        """``output.index_select(dim, indices)``: a new tensor, as beam search reorders a returned cache's batch."""
+        return Prev(self.step, *self.path, view=("index_select", int(dim), tuple(int(i) for i in indices)))
 
 
 @dataclass
@@ -112,10 +125,11 @@ class Call:
     new_instance: bool = False  # module problems: run on a freshly built instance (same init, same weights)
     updates: dict = field(default_factory=dict)  # module problems: parameters set in place just before this call
     temporary: bool = False  # the caller frees this call's arguments once it returns
+    train: bool | None = None  # module problems: the mode the caller switches the module to just before this call
 
     def __init__(self, *args: Any, **kwargs: Any):
         self.args, self.kwargs, self.ignore, self.new_instance, self.updates = args, kwargs, {}, False, {}
-        self.temporary = False
+        self.temporary, self.train = False, None
 
     def fresh(self) -> "Call":
         """Make this call on a newly constructed module (same constructor arguments, same weights);
@@ -130,6 +144,14 @@ class Call:
         layer kept computed from its old weights (a fused QKV matrix made on the first call) is then stale. Only in
         a ``grad=False`` case: a training step runs backward before it changes the weights."""
         self.updates = dict(weights)
+        return self
+
+    def in_mode(self, train: bool) -> "Call":
+        """Module problems: just before this call the caller switches the module to training (``True``, as
+        ``module.train()``) or evaluation (``False``, ``module.eval()``); later calls keep that mode, and an instance
+        made by ``.fresh()`` starts in it. The case's ``train`` is the mode of its first call. Evaluation right after
+        a training step then shows a setting (a dropout rate) fixed at the first call."""
+        self.train = bool(train)
         return self
 
     def temporary_inputs(self) -> "Call":
@@ -256,7 +278,7 @@ def signature(v):
     if isinstance(v, Const):
         return ("K", signature(v.tensor))
     if isinstance(v, Prev):
-        return ("P", v.step, v.path)
+        return ("P", v.step, v.path, v.view)
     if isinstance(v, Refill):
         return ("R", v.step, v.arg, signature(v.tensor))
     if isinstance(v, Alias):
@@ -273,7 +295,7 @@ def signature(v):
 def structure(c: Case):
     """Everything about a case but its tensors' values: shapes, dtypes, every other argument."""
     steps = tuple((signature(s.args), signature(s.kwargs), s.new_instance, signature(s.ignore), signature(s.updates),
-                   s.temporary)
+                   s.temporary, s.train)
                   for s in c.steps)
     return (signature(c.init), signature(c.sibling), steps, c.grad, c.train, c.max_intermediate, len(c.checks))
 

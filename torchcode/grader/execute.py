@@ -21,6 +21,10 @@ class InterfaceProblem(Exception):
     """The learner's module does not match the contract (parameter names/shapes)."""
 
 
+class OutputUnusable(Exception):
+    """An earlier output cannot be handed back as a case's caller does (``Prev.narrow``): its shape is wrong."""
+
+
 class InputModified(Exception):
     """A call changed a tensor it was given (values, shape or strides), found after call ``during``.
 
@@ -118,6 +122,7 @@ class Program:
     updates: dict = field(default_factory=dict)  # call -> {parameter name: new values} set in place just before it
     inference: bool = False  # a forward-only case: the calls run under torch.no_grad(), as inference does
     temporary: frozenset[int] = frozenset()  # steps whose arguments are freed once they return (forward-only cases)
+    modes: dict = field(default_factory=dict)  # call -> the mode (train: True) the module is switched to just before it
 
 
 @dataclass
@@ -230,6 +235,23 @@ def input_dims(steps) -> list[int]:
     return dims
 
 
+def viewed(t, view: tuple, what: str = "an output"):
+    """An earlier output as the caller hands it back (``Prev.narrow`` / ``Prev.index_select``); OutputUnusable when
+    its shape has no room for that (the learner's layout is not the contract's)."""
+    if not view:
+        return t
+    op, dim = view[0], view[1]
+    needed = view[2] + view[3] if op == "narrow" else max(view[2], default=-1) + 1
+    if not isinstance(t, torch.Tensor) or t.dim() <= dim or t.shape[dim] < needed:
+        shape = f"of shape {list(t.shape)}" if isinstance(t, torch.Tensor) else f"(a {type(t).__name__})"
+        use = "cuts it to its first positions" if op == "narrow" else "reorders its batch"
+        raise OutputUnusable(f"{what} {shape} cannot be handed back as the caller does (it {use} along dim {dim}, "
+                             f"which needs at least {needed} there): return it in the layout the problem states")
+    if op == "narrow":
+        return t.narrow(dim, view[2], view[3])
+    return t.index_select(dim, torch.tensor(view[2], dtype=torch.long, device=t.device))
+
+
 def get_path(obj, path: Path):
     for i in path:
         obj = obj[i]
@@ -318,8 +340,9 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
     def resolve(v, call: int, where, path: Path = (), prev: int | None = None):
         """The value a call receives; every tensor in it is remembered to check it is left unchanged."""
         if isinstance(v, PrevRef):
-            step, sub = v
-            return watch(get_path(ex.outputs[step], sub), call, where, path, step)
+            step, sub, view = v
+            return watch(viewed(get_path(ex.outputs[step], sub), view, f"output{''.join(f'[{i}]' for i in sub)} of "
+                                f"call {step + 1}"), call, where, path, step)
         if isinstance(v, torch.Tensor):
             return watch(leaf(v), call, where, path, prev)
         if isinstance(v, ConstTensor):
@@ -374,6 +397,7 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
     modules: list[torch.nn.Module] = ex.modules
     siblings: list = []  # kept alive for the whole case, as a model keeps its layers
     weights = dict(prog.state)  # the weights as they are now: a .fresh() instance after an update gets the new ones
+    mode = [prog.train]  # the mode as it is now: a .fresh() instance after a switch starts in it
 
     def build() -> torch.nn.Module:
         init_args, init_kwargs = prog.calling.construct({k: materialize(v) for k, v in (prog.init or {}).items()})
@@ -391,7 +415,7 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
             params = dict(module.named_parameters())
             for name, value in weights.items():
                 params[name].copy_(value)
-        module.train(prog.train)
+        module.train(mode[0])
         modules.append(module)
         if prog.sibling is not None:  # a model's other layer, built before this one is called
             sib_args, sib_kwargs = prog.calling.construct({k: materialize(v) for k, v in prog.sibling.items()})
@@ -406,6 +430,9 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
         target = entry
 
     for i, (args, kwargs) in enumerate(prog.steps):
+        if is_module and i in prog.modes:  # the caller's model.train() / model.eval() between two calls
+            mode[0] = prog.modes[i]
+            target.train(mode[0])
         if is_module and i in prog.fresh and i > 0:
             stage.name = f"in __init__ (a new instance for call {i + 1})"
             target = build()

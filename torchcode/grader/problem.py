@@ -136,6 +136,9 @@ class Problem:
         if not spec.entry.is_module and any(s.new_instance for s in c.steps):
             raise SpecError(spec.cases_path, None, f"case '{c.name}' uses Call(...).fresh(), which only module problems "
                             "can use (a function has no instance)", "remove .fresh()")
+        if not spec.entry.is_module and any(s.train is not None for s in c.steps):
+            raise SpecError(spec.cases_path, None, f"case '{c.name}' uses Call(...).in_mode(), which only module "
+                            "problems can use (a function has no mode)", "remove .in_mode()")
         for i, s in enumerate(c.steps):
             if s.updates and (not spec.entry.is_module or c.grad):
                 raise SpecError(spec.cases_path, None, f"case '{c.name}' uses Call(...).updated() in call {i + 1}, which "
@@ -268,6 +271,7 @@ class Problem:
                    for s in c.steps],
             grad=c.grad, train=c.train, fresh=frozenset(i for i, s in enumerate(c.steps) if s.new_instance),
             temporary=frozenset(i for i, s in enumerate(c.steps) if s.temporary),
+            modes={i: s.train for i, s in enumerate(c.steps) if s.train is not None},
             sibling={k: _as_program(v, cast) for k, v in c.sibling.items()} if c.sibling is not None else None,
             updates={i: {k: cast(v) for k, v in s.updates.items()} for i, s in enumerate(c.steps) if s.updates},
             calling=self.calling)
@@ -282,6 +286,7 @@ class Problem:
                        "kwargs": {k: msg.value(_cast(v, cast)) for k, v in s.kwargs.items()},
                        **({"fresh": True} if s.new_instance else {}),
                        **({"temporary": True} if s.temporary else {}),
+                       **({"train": s.train} if s.train is not None else {}),
                        **({"weights": {k: msg.tensor(cast(v)) for k, v in s.updates.items()}} if s.updates else {})}
                       for s in c.steps],
             **({"sibling": {k: msg.value(v) for k, v in c.sibling.items()}} if c.sibling is not None else {}),
@@ -419,7 +424,7 @@ def _as_program(v, cast):
     if isinstance(v, caseapi.Const):
         return ConstTensor(cast(v.tensor))
     if isinstance(v, caseapi.Prev):
-        return PrevRef(v.step, v.path)
+        return PrevRef(v.step, v.path, v.view)
     if isinstance(v, caseapi.Refill):
         return RefillRef(v.step, v.arg, cast(v.tensor))
     if isinstance(v, caseapi.Alias):

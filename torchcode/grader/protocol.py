@@ -10,6 +10,7 @@ Values inside the header:
   {"K": i}            tensor i, not differentiated (``Const``)
   {"L": [...]}        list / tuple
   {"P": [step, ...]}  an earlier output of the learner (``Prev``)
+  {"PV": [step, [path], op, dim, ...]}  ... narrowed or index-selected first (``Prev(...).narrow``)
   {"R": [step, arg, i]}  the tensor call ``step`` got as ``arg`` (an int or a name), refilled with tensor i
   {"NS": {...}}       an attribute object (``Config``)
   {"X": "typename"}   a returned object of an unsupported type (learner side only)
@@ -130,7 +131,7 @@ class Message:
         if isinstance(v, (list, tuple)):
             return {"L": [self.value(x) for x in v]}
         if isinstance(v, Prev):
-            return {"P": [v.step, *v.path]}
+            return {"P": [v.step, *v.path]} if not v.view else {"PV": [v.step, list(v.path), *_view_wire(v.view)]}
         if isinstance(v, Refill):
             return {"R": [v.step, v.arg, self.tensor(v.tensor)["T"]]}
         if isinstance(v, Alias):
@@ -325,6 +326,9 @@ def decode(v, tensors: list[torch.Tensor]):
             return float(x)
         if tag == "P" and isinstance(x, list) and x and all(isinstance(i, int) for i in x):
             return PrevRef(x[0], tuple(x[1:]))
+        if tag == "PV" and isinstance(x, list) and len(x) >= 3 and type(x[0]) is int and isinstance(x[1], list) \
+                and all(type(i) is int for i in x[1]):
+            return PrevRef(x[0], tuple(x[1]), _view_decoded(x[2:]))
         if (tag == "R" and isinstance(x, list) and len(x) == 3 and type(x[0]) is int and type(x[1]) in (int, str)
                 and type(x[2]) is int and 0 <= x[2] < len(tensors)):
             return RefillRef(x[0], x[1], tensors[x[2]])
@@ -338,10 +342,25 @@ def decode(v, tensors: list[torch.Tensor]):
 
 
 class PrevRef(tuple):
-    """A decoded ``Prev``: (step, path)."""
+    """A decoded ``Prev``: (step, path, view)."""
 
-    def __new__(cls, step, path):
-        return super().__new__(cls, (step, path))
+    def __new__(cls, step, path, view=()):
+        return super().__new__(cls, (step, path, view))
+
+
+def _view_wire(view: tuple) -> list:
+    op, dim, *rest = view
+    return [op, dim, *(list(r) if isinstance(r, tuple) else r for r in rest)]
+
+
+def _view_decoded(x: list) -> tuple:
+    """("narrow", dim, start, length) or ("index_select", dim, (i, ...)), checked."""
+    if x[0] == "narrow" and len(x) == 4 and all(type(i) is int for i in x[1:]):
+        return tuple(x)
+    if (x[0] == "index_select" and len(x) == 3 and type(x[1]) is int and isinstance(x[2], list)
+            and all(type(i) is int for i in x[2])):
+        return ("index_select", x[1], tuple(x[2]))
+    raise ProtocolError(f"bad view {str(x)[:80]}")
 
 
 class RefillRef:

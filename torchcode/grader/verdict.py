@@ -242,7 +242,14 @@ def _arg(name: str, v, p: Prepared | None = None) -> str:
         kind = "" if v.is_floating_point() else " " + str(v.dtype).removeprefix("torch.")
         return f"{name} {list(v.shape)}{kind}"
     if isinstance(v, Prev):
-        return f"{name} = what call {v.step + 1} returned" + "".join(f"[{i}]" for i in v.path)
+        said = (f"{name} = " if name else "") + f"what call {v.step + 1} returned" + "".join(f"[{i}]" for i in v.path)
+        if v.view and v.view[0] == "narrow":
+            _, dim, start, length = v.view
+            said += f" cut to its {'first ' if start == 0 else ''}{length} along dim {dim}" + (
+                f" from {start}" if start else "") + " (a view)"
+        elif v.view:
+            said += f" reordered along dim {v.view[1]} as {list(v.view[2])}"
+        return said
     if isinstance(v, (tuple, list)):
         inner = [_arg("", x).strip() for x in v]
         return f"{name} ({', '.join(inner)})" if all(inner) else ""

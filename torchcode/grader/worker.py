@@ -678,6 +678,7 @@ class Worker:
             cotangents={(c["step"], tuple(c["path"])): decode(c["t"], tensors) for c in h.get("cotangents", [])},
             fresh=frozenset(i for i, s in enumerate(h["steps"]) if s.get("fresh") is True),
             temporary=frozenset(i for i, s in enumerate(h["steps"]) if s.get("temporary") is True),
+            modes={i: s["train"] for i, s in enumerate(h["steps"]) if type(s.get("train")) is bool},
             updates={i: {str(k): decode(v, tensors) for k, v in s["weights"].items()}
                      for i, s in enumerate(h["steps"]) if isinstance(s.get("weights"), dict)},
             sibling=({k: decode(v, tensors) for k, v in h["sibling"].items()}
@@ -708,6 +709,8 @@ class Worker:
             return {"error": {"kind": "interface", "message": str(e)}, "seconds": time.perf_counter() - start}
         except execute.InputModified as e:
             return {"error": e.to_dict(), "seconds": time.perf_counter() - start}
+        except execute.OutputUnusable as e:
+            return {"error": {"kind": "output", "message": str(e)}, "seconds": time.perf_counter() - start}
         except BaseException as e:  # noqa: BLE001
             guard.check_kernels()
             return {"error": self._error_safely(e, guard, stage.name), "seconds": time.perf_counter() - start,

@@ -1,0 +1,89 @@
+# expect: wrong_output
+# mistake: keeps the head-repeated K and V on self keyed by the data_ptr() of the past_key_value it returned and reuses them when handed a past at that address; stale when the caller truncates the past (speculative decode keeps the data_ptr of k[:, :L])
+
+import math
+import weakref
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def apply_rotary_pos_emb(q, k, cos, sin):
+    cos, sin = cos[None, :, None, :], sin[None, :, None, :]  # (1, S, 1, head_dim)
+    return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+
+
+def repeat_kv(x, n_rep):
+    if n_rep == 1:
+        return x
+    B, S, H_kv, D = x.shape
+    return x[:, :, :, None, :].expand(B, S, H_kv, n_rep, D).reshape(B, S, H_kv * n_rep, D)
+
+
+class Attention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.n_heads = config.num_attention_heads
+        self.n_kv_heads = config.num_key_value_heads or config.num_attention_heads
+        self.n_rep = self.n_heads // self.n_kv_heads
+        self.head_dim = config.hidden_size // self.n_heads
+        self.q_proj = nn.Linear(config.hidden_size, self.n_heads * self.head_dim, bias=False)
+        self.k_proj = nn.Linear(config.hidden_size, self.n_kv_heads * self.head_dim, bias=False)
+        self.v_proj = nn.Linear(config.hidden_size, self.n_kv_heads * self.head_dim, bias=False)
+        self.o_proj = nn.Linear(self.n_heads * self.head_dim, config.hidden_size, bias=False)
+        self.attn_dropout = nn.Dropout(config.dropout)
+        self.resid_dropout = nn.Dropout(config.dropout)
+        self.dropout = config.dropout
+        self.flash = config.flash_attn
+
+    def forward(self, x, position_embeddings, past_key_value=None, use_cache=False, attention_mask=None):
+        B, S, _ = x.shape
+        q = self.q_proj(x).view(B, S, self.n_heads, self.head_dim)  # (B, S, H, hd)
+        k = self.k_proj(x).view(B, S, self.n_kv_heads, self.head_dim)  # (B, S, H_kv, hd)
+        v = self.v_proj(x).view(B, S, self.n_kv_heads, self.head_dim)
+        cos, sin = position_embeddings
+        q, k = apply_rotary_pos_emb(q, k, cos[:S], sin[:S])
+        memo = self.__dict__.setdefault("_memo", {})
+        k_new, v_new = k, v
+        hit = memo.get(past_key_value[0].data_ptr()) if past_key_value is not None else None
+        if hit is not None and hit[0]() is not None and hit[1]() is not None:  # a past I returned: its heads are already repeated
+            k_full, v_full = hit[0](), hit[1]()
+            k = torch.cat([k_full, k_new], dim=1)
+            v = torch.cat([v_full, v_new], dim=1)
+            kr = torch.cat([hit[2], repeat_kv(k_new, self.n_rep).transpose(1, 2)], dim=2)
+            vr = torch.cat([hit[3], repeat_kv(v_new, self.n_rep).transpose(1, 2)], dim=2)
+        else:
+            if past_key_value is not None:
+                k = torch.cat([past_key_value[0], k], dim=1)  # (B, S_total, H_kv, hd)
+                v = torch.cat([past_key_value[1], v], dim=1)
+            kr = repeat_kv(k, self.n_rep).transpose(1, 2)
+            vr = repeat_kv(v, self.n_rep).transpose(1, 2)
+        past_kv = (k, v) if use_cache else None
+        if use_cache:  # keep the repeated heads of the past I return, keyed by its storage
+            memo[k.data_ptr()] = (weakref.ref(k), weakref.ref(v), kr, vr)
+
+        q = q.transpose(1, 2)  # (B, H, S, hd)
+        k, v = kr, vr
+        S_total = k.shape[2]
+        # causal over absolute positions: query t sits at S_total - S + t
+        mask = torch.ones(S, S_total, dtype=torch.bool, device=x.device).tril(diagonal=S_total - S)
+        mask = mask[None, None]  # (1, 1, S, S_total)
+        if attention_mask is not None:
+            mask = mask & attention_mask[:, None, None, :].bool()  # (B, 1, S, S_total): no padded keys
+
+        if self.flash:
+            p = self.dropout if self.training else 0.0
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+        else:
+            scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)  # (B, H, S, S_total)
+            scores = scores.masked_fill(~mask, float("-inf"))
+            weights = self.attn_dropout(torch.softmax(scores, dim=-1))
+            out = weights @ v  # (B, H, S, hd)
+        out = out.transpose(1, 2).reshape(B, S, -1)  # (B, S, H * hd)
+        return self.resid_dropout(self.o_proj(out)), past_kv
