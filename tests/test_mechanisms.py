@@ -707,3 +707,31 @@ def test_a_memo_by_the_returned_cache_address_fails_when_the_caller_cuts_the_cac
     report = grader.grade(kv, kv.folder / "wrong" / "cache_heads_last_layout.py", seed=5, dtypes=["float32"],
                           only=["cache_cut_and_reordered"])
     assert report.verdict.value == "wrong_output" and "cannot be handed back as the caller does" in report.message
+
+
+MHA_LAZY = """
+import torch
+from torch import nn
+
+
+class MultiHeadAttention(nn.Module):
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.h = num_heads
+        self.W_q, self.W_k, self.W_v, self.W_o = (nn.LazyLinear(d_model) for _ in range(4))
+
+    def forward(self, Q, K, V, mask=None):
+        raise NotImplementedError
+"""
+
+
+def test_a_lazy_layer_is_told_to_declare_its_sizes_not_blamed_on_init(grader, catalog, tmp_path):
+    """nn.LazyLinear has no shape until its first forward, so the contract's weights cannot be loaded: said so, not a
+    RuntimeError "in __init__" from torch's internals (the learner's __init__ ran fine)."""
+    path = tmp_path / "mha.py"
+    path.write_text(MHA_LAZY)
+    report = grader.grade(catalog.get("mha"), path, seed=1)
+    assert report.verdict.value == "bad_interface", (report.verdict, report.message)
+    assert "W_q.weight, W_q.bias, W_k.weight, W_k.bias ... are not initialised after __init__ (a lazy module such as " \
+           "nn.LazyLinear): declare the layers with their sizes" in report.message, report.message
+    assert "uninitialized parameter" not in report.message + report.traceback

@@ -271,6 +271,12 @@ def flatten(obj, path: Path = ()) -> dict[Path, object]:
 
 
 def check_parameters(module: torch.nn.Module, state: dict[str, torch.Tensor]) -> None:
+    lazy = [n for n, p in module.named_parameters() if isinstance(p, torch.nn.parameter.UninitializedParameter)]
+    if lazy:  # their shape is unknown until a first forward: the contract's weights cannot be loaded into them
+        raise InterfaceProblem(f"{', '.join(lazy[:4])}{' ...' if len(lazy) > 4 else ''} "
+                               f"{'is' if len(lazy) == 1 else 'are'} not initialised after __init__ (a lazy module "
+                               "such as nn.LazyLinear): declare the layers with their sizes (nn.Linear(in, out)), as the "
+                               "problem states, so that the weights can be loaded before the first call")
     got = {n: tuple(p.shape) for n, p in module.named_parameters()}
     want = {n: tuple(t.shape) for n, t in state.items()}
     missing = [n for n in want if n not in got]

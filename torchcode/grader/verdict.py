@@ -61,7 +61,9 @@ def judge_case(pol: GradingPolicy, p: Prepared, reply: dict, tensors: list[torch
         res.verdict = Verdict.TOO_MUCH_MEMORY
         res.message = (f"your code created a tensor of shape ({shape}), {largest:,} elements; this case allows fewer than "
                        f"{c.max_intermediate:,}" + (f" ({c.intermediate_hint})" if c.intermediate_hint else "")
-                       + ". Compute the result without materialising a tensor that grows with S x S.")
+                       + ". Compute the result without materialising a tensor that large: one that grows with S x S, "
+                       "or a broadcast product summed afterwards (a (block, block, D) tile of products, a (S, D, D) "
+                       "stack of outer products), which `@` or torch.einsum computes without holding it.")
         return res
     algorithm = _algorithm_problem(c, reply)
     if algorithm:

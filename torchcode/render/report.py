@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from rich.console import Console
 from rich.panel import Panel
 from rich.text import Text
@@ -78,7 +80,11 @@ def report(con: Console, r: Report, *, display_file: str, pack: str | None = Non
 
         extra = f" --problems-dir {shlex.quote(inert(pack))}" if pack else ""
         if r.device == "cpu" and list(r.dtypes) != ["float32"]:  # the CPU grades float32 alone unless told
-            extra = "".join(f" --dtype {d}" for d in r.dtypes) + extra
+            every = list(r.dtypes) == ["float32", "bfloat16", "float16"]
+            extra = (" --dtype all" if every else "".join(f" --dtype {d}" for d in r.dtypes)) + extra
+        torch = sys.modules.get("torch")  # graded here: imported
+        if r.device == "cpu" and torch is not None and torch.cuda.is_available():  # else `auto` picks the GPU
+            extra = " --device cpu" + extra
         again = reproduce or (f"torchcode check {shlex.quote(display_file)} --problem {r.problem}"
                               f" --seed {r.seed}{extra}")
         con.print(Text(f"seed {r.seed}: reproduce with `{again}`", style="dim"), soft_wrap=True)
