@@ -92,7 +92,8 @@ def _start_notebook(spec, file: Path | None, force: bool) -> int:
     if written.backup:
         echo(f"Backed up the old file to {display_path(written.backup)}")
     echo(f"Wrote {style(display_path(path), bold=True)}: {spec.title} ({spec.difficulty}).")
-    echo(f"Open it in Jupyter (`pip install 'torchcode[jupyter]'` adds the kernel side), fill in the "
+    echo(f"Open it in Jupyter (its kernel needs torchcode and ipykernel: `pip install ipykernel` where torchcode is "
+         f"installed), fill in the "
          f"{style(f'%%torchcode {spec.id}', bold=True)} cell and run it to grade it.")
     return 0
 
