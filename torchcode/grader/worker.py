@@ -716,6 +716,15 @@ class Worker:
             return {"error": self._error_safely(e, guard, stage.name), "seconds": time.perf_counter() - start,
                     **self._memory(guard)}
         seconds = time.perf_counter() - start
+        try:
+            return self._results(ex, guard, stage, h, msg, seconds)
+        except BaseException as e:  # noqa: BLE001 - an output object that raises when read: a verdict, never a dead worker
+            msg.__init__()  # nothing half-encoded goes out with the error
+            return {"error": {"kind": "output", "message": "your code returned something that raised when read "
+                              f"({_safe_text(e)[:200]}): return tensors in plain tuples"}, "seconds": seconds}
+
+    def _results(self, ex, guard, stage, h: dict, msg: Message, seconds: float) -> dict:
+        """A case's reply once the learner's calls have run: its outputs and gradients, or why they cannot be sent."""
         guard.check_kernels()
         if guard.violations or guard.tampered:  # the learner caught our exception and carried on
             return {"error": self._error(guards.ForbiddenCall(), guard, stage.name), "seconds": seconds}
@@ -826,6 +835,8 @@ class Worker:
             return {"L": [self._encode(x, msg) for x in v]}
         if v is None:
             return None
+        if isinstance(v, execute.TooDeep):
+            return {"X": "value nested more than 8 levels deep"}
         return {"X": _type_name(type(v))}
 
     def _error_safely(self, e: BaseException, guard, stage: str) -> dict:
