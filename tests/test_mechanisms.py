@@ -735,3 +735,18 @@ def test_a_lazy_layer_is_told_to_declare_its_sizes_not_blamed_on_init(grader, ca
     assert "W_q.weight, W_q.bias, W_k.weight, W_k.bias ... are not initialised after __init__ (a lazy module such as " \
            "nn.LazyLinear): declare the layers with their sizes" in report.message, report.message
     assert "uninitialized parameter" not in report.message + report.traceback
+
+
+def test_a_training_step_runs_backward_without_comparing_random_gradients(grader, catalog):
+    """Case(compare_grads=False): backward runs, as a training step does; the gradients, random under dropout, are
+    not compared (the reference passes), but a backward that fails is the learner's runtime error."""
+    mm = catalog.get("minimind_attention")
+    only = ["training_step_with_dropout", "training_step_with_dropout_flash"]
+    report = grader.grade(mm, mm.solution_path, seed=3, dtypes=["float32"], only=only)
+    assert report.passed and len(report.cases) == 2, report.message
+    report = grader.grade(mm, mm.folder / "wrong" / "dropout_in_place_breaks_backward.py", seed=3,
+                          dtypes=["float32"], only=only)
+    bad = {c.name: c for c in report.cases if not c.passed}
+    assert set(bad) == {"training_step_with_dropout"} and bad["training_step_with_dropout"].verdict.value == \
+        "runtime_error", [(c.name, c.verdict.value, c.message) for c in report.cases]
+    assert "in backward" in bad["training_step_with_dropout"].message, bad["training_step_with_dropout"].message

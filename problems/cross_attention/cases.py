@@ -80,6 +80,12 @@ def large_inputs(rng):
     return cross(rng, 32, 2, B=2, Sq=4, Skv=6, scale=12.0)
 
 
+@case(targets="large activations and one query token (a decoding step over the encoder's memory): the same stable "
+              "softmax on a single-query path")
+def single_query_large_inputs(rng):
+    return cross(rng, 32, 2, B=2, Sq=1, Skv=6, scale=12.0)
+
+
 @case(targets="batch elements are independent: each query reads only its own sentence's memory")
 def batch_elements_independent(rng):
     x, mem = rng.randn(2, 3, 32), rng.randn(2, 5, 32)

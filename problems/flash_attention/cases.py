@@ -113,6 +113,24 @@ def all_scores_negative(rng):
     return tiled([Q, K, rng.randn(B, S, D)], block_size=8, grad=False)  # forward stability only
 
 
+@case(targets="every score near -15000 and S not a multiple of block_size: keys padded up to a whole block must be "
+              "masked with -inf (or left out), not with a large negative number such as -1e4")
+def very_negative_scores_ragged(rng):
+    B, S, D = 2, 22, 16
+    u = rng.randn(B, 1, D)
+    u = u / u.norm(dim=-1, keepdim=True)  # a unit direction per batch element
+    Q = (2 * u).expand(B, S, D).clone()
+    K = -3e4 * u + rng.randn(B, S, D)  # every score is -15000 + (u . noise) / 2; a zero key would score 0
+    return tiled([Q, K, rng.randn(B, S, D)], block_size=8, grad=False)  # forward stability only
+
+
+@case(targets="block_size >= S with large-magnitude scores: a single tile needs the same stable softmax")
+def one_tile_large_scores(rng):
+    c = flash(rng, 2, 20, 16, block_size=32, scale=10.0)
+    c.grad = False  # forward stability only
+    return c
+
+
 @case(targets="every score near -100000, below float16's range: start the running max at -inf (or the minimum of "
               "the scores' own dtype), not at float16's minimum -65504 in every dtype", dtypes=("float32", "bfloat16"))
 def all_scores_below_float16_range(rng):  # float16 cannot hold such scores

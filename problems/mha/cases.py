@@ -84,6 +84,12 @@ def large_inputs(rng):
     return mha(32, 2, (x, x, x))
 
 
+@case(targets="large activations and one query token (a decoding step): the same stable softmax on a single-query "
+              "path")
+def single_query_large_inputs(rng):
+    return mha(32, 2, (rng.randn(2, 1, 32, scale=12.0), rng.randn(2, 7, 32, scale=12.0), rng.randn(2, 7, 32, scale=12.0)))
+
+
 @case(targets="one layer, other keys/values of the same shape, then the first inputs again: nothing kept on self; "
               "each call passes one memory tensor object as K and V (layer(q, mem, mem)), so a shortcut taken when K is "
               "V is graded here")

@@ -590,3 +590,95 @@ def eval_after_training(rng):
               "each call")
 def eval_after_training_flash(rng):
     return _eval_after_training(rng, flash=True)
+
+
+@case(targets="a mask buffer all ones on one decoding step, refilled in place with padding for the next: whether "
+              "attention_mask hides anything is read from this call's values, never remembered by the tensor object")
+def all_ones_mask_refilled(rng):
+    cos, sin = rope_tables(5, 8)
+    prompt, a, b = rng.randn(2, 4, 64), rng.randn(2, 1, 64), rng.randn(2, 1, 64)
+    padded = torch.ones(2, 5, dtype=torch.long)
+    padded[0, 2:4] = 0  # element 0's prompt ends at 2: keys 2 and 3 are padding, the new token (4) is real
+    steps = [Call(prompt, pe(cos, sin, 0, 4), use_cache=True),
+             Call(a, pe(cos, sin, 4, 5), past_key_value=Prev(0, 1), use_cache=True,
+                  attention_mask=torch.ones(2, 5, dtype=torch.long)),
+             Call(b, pe(cos, sin, 4, 5), past_key_value=Prev(0, 1), use_cache=True,
+                  attention_mask=Refill(1, "attention_mask", padded))]
+    return Case(init=dict(config=config()), steps=steps)
+
+
+def _padding_under_very_negative_scores(rng, flash):
+    """hidden 8, 2 heads of width 4, one KV head, k_proj = -q_proj: query head 0 scores -15000 on every real token (all
+    the same vector u), and 0 on element 0's padded keys (zero embeddings). Padding masked with -inf leaves the real
+    keys; masked with -1e4 it scores -10000, above every real key, and the new token reads the padding."""
+    a = (2 * 1.5e4) ** 0.5
+    u = rng.randn(1, 1, 2, 4)
+    u = (u / u.norm(dim=-1, keepdim=True)).reshape(1, 1, 8)  # head slices of norm 1
+    x = u.expand(2, 6, 8).clone()
+    x[0, 3:5] = 0  # element 0: 3 real tokens, 2 padded, then the new token
+    tables = torch.ones(6, 4), torch.zeros(6, 4)  # angles 0: no rotation, so every real key scores alike
+    mask = torch.ones(2, 6, dtype=torch.long)
+    mask[0, 3:5] = 0
+    padded_rows = (mask[:, :5] == 0)[:, :, None]
+    steps = [Call(x[:, :5], pe(*tables, 0, 5), use_cache=True, attention_mask=mask[:, :5]).ungraded(padded_rows, 0),
+             Call(x[:, 5:], pe(*tables, 5, 6), past_key_value=Prev(0, 1), use_cache=True, attention_mask=mask)]
+    return Case(init=dict(config=config(hidden=8, heads=2, kv=1, flash=flash)), steps=steps, grad=False,  # forward only
+                weights={"q_proj.weight": a * torch.eye(8), "k_proj.weight": -a * torch.eye(4, 8)})
+
+
+@case(targets="a padded prompt, then a new token whose real keys all score far below -1e4: padded keys need -inf "
+              "(or the dtype's minimum), not (1 - attention_mask) * -10000")
+def padding_under_very_negative_scores(rng):
+    return _padding_under_very_negative_scores(rng, flash=False)
+
+
+@case(targets="the flash path: a padded prompt, then a new token whose real keys all score far below -1e4: the "
+              "padding mask handed to the fused kernel needs -inf (or a bool mask)")
+def padding_under_very_negative_scores_flash(rng):
+    return _padding_under_very_negative_scores(rng, flash=True)
+
+
+TRAINING_STEP = ("in training mode with dropout 0.5, the mean of many draws of a new token after a padded prompt is not "
+                 "what eval mode gives: the training path must attend over the past_key_value it is handed, with the "
+                 "causal offset and the padding of attention_mask, exactly as eval does, dropout aside")
+
+
+def _training_step_with_dropout(rng, flash):
+    """2048 copies of one padded prompt, then a new token on its past_key_value, in training mode with dropout 0.5,
+    backward run (a training step; its gradients are random, so not compared). With q_proj = 0 every query weighs
+    its visible keys equally and with v_proj = o_proj = I the new token's eval output is the mean of x over the real
+    keys and itself; the copies' mean must be that (relative error ~0.04 for a correct kernel, at most 0.06 over 25
+    seeds in each dtype and path; attending to the padded key gives ~0.45, a causal mask without the cache offset
+    more than 1)."""
+    N, S, H = 2048, 4, 32
+    cos, sin = rope_tables(S + 1, H // 4)
+    seq, new = rng.randn(1, S, H), rng.randn(1, 1, H)
+    mask = torch.tensor([[1, 1, 1, 0, 1]])  # the prompt's last token is padding; the new token is real
+    want = (seq[0, :3].double().sum(0) + new[0, 0].double()) / 4
+    eye = torch.eye(H)
+
+    def eval_like(out):  # 1.0 if the copies' mean is within 0.2 of eval mode's output, else 0.0
+        err = (out.double().mean(0)[0] - want).norm() / want.norm()
+        return (err < 0.2).to(out.dtype)
+
+    everything = torch.ones(1, 1, 1, dtype=torch.bool)  # random values: judged by their mean alone
+    one = Fn(lambda a: torch.ones((), dtype=a.dtype), Out(1, 0))
+    steps = [Call(seq.expand(N, S, H).clone(), pe(cos, sin, 0, S), use_cache=True,
+                  attention_mask=mask[:, :S].expand(N, S).clone()).ungraded(everything, 0),
+             Call(new.expand(N, 1, H).clone(), pe(cos, sin, S, S + 1), past_key_value=Prev(0, 1), use_cache=True,
+                  attention_mask=mask.expand(N, S + 1).clone()).ungraded(everything, 0)]
+    return Case(init=dict(config=config(hidden=H, heads=4, kv=4, flash=flash, dropout=0.5)), train=True,
+                compare_grads=False, steps=steps, checks=[Same(Fn(eval_like, Out(1, 0)), one, TRAINING_STEP)],
+                weights={"q_proj.weight": torch.zeros(H, H), "v_proj.weight": eye, "o_proj.weight": eye})
+
+
+@case(targets="a training step with dropout 0.5 on a padded prompt and its past_key_value: the mean of many draws is "
+              "what eval mode gives, and backward runs (dropout applied in place over the softmax's output breaks it)")
+def training_step_with_dropout(rng):
+    return _training_step_with_dropout(rng, flash=False)
+
+
+@case(targets="the same training step on the flash path: dropout_p=config.dropout with the padding and the cache "
+              "offset, never a causal shortcut that drops them in training")
+def training_step_with_dropout_flash(rng):
+    return _training_step_with_dropout(rng, flash=True)

@@ -158,16 +158,26 @@ def large_scores_masked(rng):
     return Case(steps=[Call(Q, K, V, mask=_mask(rng, 2, 2, 6, 9))], grad=False)  # forward stability only
 
 
-def _allowed_scores_near(rng, score):
-    """Query 0 may attend to keys 0 and 1 only, and its scores there are about `score` (negative)."""
-    B, Lq, Lk, D = 2, 3, 5, 4
+def _allowed_scores_near(rng, score, form="full"):
+    """Query 0 may attend to keys 0 and 1 only, and its scores there are about `score` (negative). The mask is
+    ``form``: "full" (B, Lq, Lk); "padding" (B, 1, Lk), keys 0 and 1 the only real ones; "2d" (Lq, Lk), shared by
+    the batch; "single": one query (a decoding step) with a (B, 1, Lk) padding mask."""
+    B, Lq, Lk, D = 2, 1 if form == "single" else 3, 5, 4
     Q, K, V = rng.randn(B, Lq, D, scale=0.1), rng.randn(B, Lk, D), rng.randn(B, Lk, 3)
     u = rng.randn(B, D)
     u = u / u.norm(dim=-1, keepdim=True)  # a unit direction per batch element
     Q[:, 0] = 2 * u
     K[:, 0], K[:, 1] = score * u, score * 16 / 15 * u  # query 0's scores on keys 0 and 1: score, 16/15 score
-    mask = _mask(rng, B, Lq, Lk)
-    mask[:, 0] = torch.tensor([True, True, False, False, False])  # query 0 may attend to keys 0 and 1 only
+    K[:, 2:] *= 0.01  # a hidden key scores about 0: far above `score`, unless masked with -inf
+    first = torch.tensor([True, True, False, False, False])  # query 0 may attend to keys 0 and 1 only
+    if form == "full":
+        mask = _mask(rng, B, Lq, Lk)
+        mask[:, 0] = first
+    elif form == "2d":
+        mask = _mask(rng, Lq, Lk)
+        mask[0] = first
+    else:
+        mask = first.expand(B, 1, Lk).clone()
     return Case(steps=[Call(Q, K, V, mask)], grad=False)  # forward only: such scores' gradients are ill-conditioned
 
 
@@ -182,6 +192,48 @@ def very_negative_allowed_scores(rng):
       dtypes=("float32", "bfloat16"))  # float16 cannot hold such scores
 def allowed_scores_below_float16_range(rng):
     return _allowed_scores_near(rng, -1e5)
+
+
+@case(targets="a (batch, 1, Lk) padding mask and allowed scores far below -1e4: padded keys need -inf (or the dtype's "
+              "minimum), not (1 - mask) * -10000")
+def very_negative_scores_padding_mask(rng):
+    return _allowed_scores_near(rng, -1.5e4, form="padding")
+
+
+@case(targets="a 2-D (Lq, Lk) mask shared by the batch, and allowed scores far below -1e4: -inf (or the dtype's "
+              "minimum) for every mask form")
+def very_negative_scores_2d_mask(rng):
+    return _allowed_scores_near(rng, -1.5e4, form="2d")
+
+
+@case(targets="one query (a decoding step) with a padding mask, its allowed scores far below -1e4: the same masking "
+              "on a single-query path")
+def very_negative_scores_single_query(rng):
+    return _allowed_scores_near(rng, -1.5e4, form="single")
+
+
+@case(targets="one query per sequence (a decoding step) with a padding mask and large scores, the largest on a "
+              "padded key: mask before a stable softmax on a single-query path too")
+def decoding_step_padding_large_scores(rng):
+    B, H, Lk, D = 3, 2, 7, 16
+    Q, K, V = rng.randn(B, H, 1, D, scale=6.0), rng.randn(B, H, Lk, D, scale=6.0), rng.randn(B, H, Lk, 8)
+    K[:, :, -1] = 3 * Q[:, :, 0]  # the last key, padding in every sequence, holds each query's largest score
+    mask = torch.zeros(B, 1, 1, Lk, dtype=torch.bool)
+    for b, n in enumerate((5, 6, 3)):
+        mask[b, ..., :n] = True
+    return Case(steps=[Call(Q, K, V, mask)], grad=False)  # forward stability only
+
+
+@case(targets="a mask buffer all True on the first call, refilled in place with padding for the next: whether a mask "
+              "hides anything is read from this call's values, never remembered by the tensor object")
+def all_true_mask_refilled(rng):
+    Q, K, V = rng.randn(2, 4, 8), rng.randn(2, 6, 8), rng.randn(2, 6, 8)
+    padded = torch.ones(2, 1, 6, dtype=torch.bool)
+    padded[0, :, 4:], padded[1, :, 2:] = False, False
+    new = (rng.randn(2, 4, 8), rng.randn(2, 6, 8), rng.randn(2, 6, 8))
+    return Case(steps=[Call(Q, K, V, torch.ones(2, 1, 6, dtype=torch.bool)),
+                       Call(*(Refill(0, j, t) for j, t in enumerate(new)), Refill(0, 3, padded))],
+                grad=False)  # written in place between the calls: a forward property
 
 
 @case(targets="5-D inputs and odd sizes")

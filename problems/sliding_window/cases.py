@@ -73,6 +73,13 @@ def large_scores(rng):
     return Case(steps=[Call(*qkv(rng, 2, 9, 16, scale=25.0), 3)], grad=False)  # forward stability only
 
 
+@case(targets="large-magnitude scores with a window that covers the whole sequence: the same stable softmax when "
+              "nothing is masked")
+def full_window_large_scores(rng):
+    return Case(steps=[Call(*qkv(rng, 2, 8, 16, scale=25.0), 7), Call(*qkv(rng, 1, 6, 16, scale=25.0), 40)],
+                grad=False)  # forward stability only
+
+
 @case(targets="a single token")
 def single_token(rng):
     return Case(steps=[Call(*qkv(rng, 2, 1, 8), 2)])

@@ -234,6 +234,8 @@ class Case:
     init: dict | None = None  # module constructor keyword arguments
     checks: list[Same] = field(default_factory=list)
     grad: bool = True  # also grade gradients w.r.t. float inputs and parameters
+    compare_grads: bool = True  # False (with grad=True): backward runs, as a training step does, but its gradients
+    #                             are random (dropout) and not compared; a backward that fails is still a verdict
     max_intermediate: int | None = None  # no tensor made during a call may hold this many elements
     intermediate_hint: str = ""  # what such a tensor is, e.g. "the full S x S score matrix"
     max_reduction: int | None = None  # no single op may combine this many values into one (softmax, sum, max, matmul)
@@ -297,7 +299,8 @@ def structure(c: Case):
     steps = tuple((signature(s.args), signature(s.kwargs), s.new_instance, signature(s.ignore), signature(s.updates),
                    s.temporary, s.train)
                   for s in c.steps)
-    return (signature(c.init), signature(c.sibling), steps, c.grad, c.train, c.max_intermediate, len(c.checks))
+    return (signature(c.init), signature(c.sibling), steps, c.grad, c.compare_grads, c.train, c.max_intermediate,
+            len(c.checks))
 
 
 def case_seed(seed: int, name: str) -> int:

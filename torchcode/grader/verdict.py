@@ -149,7 +149,7 @@ def judge_case(pol: GradingPolicy, p: Prepared, reply: dict, tensors: list[torch
                 return _wrong(res, m)
 
     # 5. gradients
-    if c.grad:
+    if c.grad and c.compare_grads:
         # the largest gradient of the case: a gradient that vanishes in exact arithmetic (a key bias's: softmax
         # ignores a shift of a row's scores) is judged on that scale, the size of the terms that cancel in it
         grads = [g for g in (*p.gold.input_grads.values(), *p.gold.param_grads.values()) if g is not None and g.numel()]

@@ -1,4 +1,4 @@
-# expect: wrong_output
+# expect: runtime_error
 # mistake: keeps the cached keys/values on self and ignores past_key_value (fine for one sequence, wrong for any other)
 import math
 
