@@ -750,3 +750,14 @@ def test_a_training_step_runs_backward_without_comparing_random_gradients(grader
     assert set(bad) == {"training_step_with_dropout"} and bad["training_step_with_dropout"].verdict.value == \
         "runtime_error", [(c.name, c.verdict.value, c.message) for c in report.cases]
     assert "in backward" in bad["training_step_with_dropout"].message, bad["training_step_with_dropout"].message
+
+
+def test_an_output_of_another_form_handed_to_a_later_call_is_a_wrong_output(grader, catalog):
+    """(out, k, v) instead of (out, (k, v)): the call handed output[1] would get the keys alone and fail in the
+    learner's code; said as the form it is, before that call, in every case (not a RuntimeError in call 2)."""
+    kv = catalog.get("kv_cache")
+    report = grader.grade(kv, kv.folder / "wrong" / "flat_triple.py", seed=2, dtypes=["float32"])
+    assert report.verdict.value == "wrong_output" and all(c.verdict.value == "wrong_output" for c in report.cases)
+    decode = next(c for c in report.cases if c.name == "prefill_then_decode")
+    assert decode.message.startswith("call 1 returned (tensor, tensor, tensor) where the problem returns (tensor, "
+                                     "(tensor, tensor)), and call 2 is handed output[1] of it"), decode.message

@@ -123,6 +123,8 @@ class Program:
     inference: bool = False  # a forward-only case: the calls run under torch.no_grad(), as inference does
     temporary: frozenset[int] = frozenset()  # steps whose arguments are freed once they return (forward-only cases)
     modes: dict = field(default_factory=dict)  # call -> the mode (train: True) the module is switched to just before it
+    forms: dict = field(default_factory=dict)  # call -> the form of the reference's output (``form()``), for the calls
+    #                                             a later call is handed an output of (a Prev): checked before that
 
 
 @dataclass
@@ -252,6 +254,24 @@ def viewed(t, view: tuple, what: str = "an output"):
     return t.index_select(dim, torch.tensor(view[2], dtype=torch.long, device=t.device))
 
 
+def form(v, depth: int = 0):
+    """The shape of a returned value without its tensors: "T" a tensor, None, "X" anything else, a list a tuple."""
+    if isinstance(v, torch.Tensor):
+        return "T"
+    if v is None:
+        return None
+    if isinstance(v, (tuple, list)) and depth < 8:
+        return [form(x, depth + 1) for x in v]
+    return "X"
+
+
+def said_form(f) -> str:
+    """A form as the learner reads it: ``(tensor, (tensor, tensor))``."""
+    if isinstance(f, list):
+        return "(" + ", ".join(said_form(x) for x in f) + ("," if len(f) == 1 else "") + ")"
+    return {"T": "tensor", None: "None"}.get(f, "an object")
+
+
 class TooDeep:
     """Stands for a returned value nested deeper than any output the contract has (a list that holds itself)."""
 
@@ -364,6 +384,11 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
         """The value a call receives; every tensor in it is remembered to check it is left unchanged."""
         if isinstance(v, PrevRef):
             step, sub, view = v
+            expected = prog.forms.get(step, "?")
+            if expected != "?" and form(ex.outputs[step]) != expected:  # what it hands back is not the contract's
+                raise OutputUnusable(f"call {step + 1} returned {said_form(form(ex.outputs[step]))} where the problem "
+                                     f"returns {said_form(expected)}, and call {call + 1} is handed output"
+                                     f"{''.join(f'[{i}]' for i in sub)} of it: return the problem's form")
             return watch(viewed(get_path(ex.outputs[step], sub), view, f"output{''.join(f'[{i}]' for i in sub)} of "
                                 f"call {step + 1}"), call, where, path, step)
         if isinstance(v, torch.Tensor):

@@ -229,6 +229,8 @@ class Problem:
             # other way in each case's replay: every passing case is called both ways, as callers may
             "positional": (caseapi.case_seed(seed, cdef.name + "/positional") % 2 == 0) != replay,
             "cotangents": [{"step": s, "path": list(p), "t": msg.tensor(t)} for (s, p), t in ref_prog.cotangents.items()],
+            # the form of each output a later call is handed (a Prev): one of another form is a wrong output, said so
+            "forms": {str(i): execute.form(ref.outputs[i]) for i in sorted(_prev_steps(c))},
         })
         if dtype != "float32":
             c.name = f"{c.name} [{dtype}]"
@@ -416,6 +418,26 @@ def _cpu(ex: execute.Execution) -> execute.Execution:
     return execute.Execution(outputs=[move(o) for o in ex.outputs],
                              input_grads={k: move(v) for k, v in ex.input_grads.items()},
                              param_grads={k: move(v) for k, v in ex.param_grads.items()})
+
+
+def _prev_steps(c: caseapi.Case) -> set[int]:
+    """The calls whose output a later call is handed (a ``Prev`` among its arguments, tuples walked)."""
+    found: set[int] = set()
+
+    def walk(v):
+        if isinstance(v, caseapi.Prev):
+            found.add(v.step)
+        elif isinstance(v, (tuple, list)):
+            for x in v:
+                walk(x)
+        elif isinstance(v, caseapi.Config):
+            for x in v.fields.values():
+                walk(x)
+
+    for s in c.steps:
+        for v in (*s.args, *s.kwargs.values()):
+            walk(v)
+    return found
 
 
 def _as_program(v, cast):

@@ -292,6 +292,13 @@ def _replaced(name: str, stage: str) -> dict:
                        "instead of changing torch.Tensor"}
 
 
+def _is_form(f, depth: int = 0) -> bool:
+    """A form as execute.form() makes them (the trusted side's header: checked all the same)."""
+    if f is None or f in ("T", "X"):
+        return True
+    return isinstance(f, list) and depth < 8 and all(_is_form(x, depth + 1) for x in f)
+
+
 def _shadowed(ex: execute.Execution) -> str:
     """A tensor returned (or a gradient) that carries its own attribute named as one of torch.Tensor's
     (``out.detach = ...``): '' if none."""
@@ -679,6 +686,7 @@ class Worker:
             fresh=frozenset(i for i, s in enumerate(h["steps"]) if s.get("fresh") is True),
             temporary=frozenset(i for i, s in enumerate(h["steps"]) if s.get("temporary") is True),
             modes={i: s["train"] for i, s in enumerate(h["steps"]) if type(s.get("train")) is bool},
+            forms={int(k): f for k, f in (h.get("forms") or {}).items() if str(k).isdigit() and _is_form(f)},
             updates={i: {str(k): decode(v, tensors) for k, v in s["weights"].items()}
                      for i, s in enumerate(h["steps"]) if isinstance(s.get("weights"), dict)},
             sibling=({k: decode(v, tensors) for k, v in h["sibling"].items()}
