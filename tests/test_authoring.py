@@ -211,3 +211,25 @@ def test_validate_names_an_authors_slips_in_their_terms(cli, tmp_path):
     statement = " ".join(_part(r.out, "two_slips").split())
     assert statement.count("statement.md") == 2 and "fix the template" not in statement, statement  # what, and file:
     assert "cannot read the statement" in statement and "fix: add statement.md to the problem folder" in statement
+
+
+def test_a_folder_remembers_a_pack_by_the_path_given_and_leaves_out_one_that_clashes(cli, workdir, tmp_path):
+    """A course re-points a `current` symlink: the folder keeps following the name. A second copy of the pack
+    started beside it clashes (the same ids): the latest started is used, the other left out alone."""
+    (tmp_path / "v1").mkdir()
+    shutil.copytree(PACK, tmp_path / "v1" / "pack")
+    (tmp_path / "current").symlink_to(tmp_path / "v1" / "pack")
+    r = cli("start", "good_attention", "--problems-dir", str(tmp_path / "current"))
+    assert r.code == 0 and f"elsewhere add --problems-dir {tmp_path / 'current'}" in " ".join(r.out.split()), r.out
+    shutil.copytree(PACK, tmp_path / "v2")
+    (tmp_path / "current").unlink()
+    (tmp_path / "current").symlink_to(tmp_path / "v2")
+    shutil.rmtree(tmp_path / "v1")
+    r = cli("check")
+    assert r.code == 1 and "Not implemented" in r.out, r.text  # found through the re-pointed name
+    shutil.copytree(PACK, tmp_path / "copy")
+    r = cli("start", "good_layer", "--problems-dir", str(tmp_path / "copy"))
+    assert r.code == 0 and "commands run in this folder find it" in r.out, r.text
+    for args in (("check",), ("hint",), ("hint", "good_attention")):
+        r = cli(*args)
+        assert r.code in (0, 1) and "Traceback" not in r.err and "no problem named" not in r.err, (args, r.text)

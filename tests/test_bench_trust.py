@@ -45,7 +45,8 @@ def refused(grader, catalog, path: Path) -> str:
     return str(e.value)
 
 
-@pytest.mark.parametrize("name", ["bench_forges_reply", "bench_caches_by_shape", "bench_wrong_at_bench_sizes"])
+@pytest.mark.parametrize("name", ["bench_forges_reply", "bench_caches_by_shape", "bench_wrong_at_bench_sizes",
+                                  "bench_output_raises_when_read"])
 def test_forged_cached_or_wrong_results_are_a_failure_not_a_row(grader, catalog, name):
     said = refused(grader, catalog, HOSTILE / f"{name}.py")
     assert FAILS in said and "size 256" in said, said

@@ -129,11 +129,11 @@ def test_an_old_store_is_migrated_and_loses_nothing(cli, workdir, torchcode_home
     r = cli("history", "sdpa")
     assert r.code == 0, r.text
     assert "sdpa: 2 attempts" in r.out and "without their source" in r.out
-    assert _rows(torchcode_home, "PRAGMA user_version") == [(3,)]
+    assert _rows(torchcode_home, "PRAGMA user_version") == [(2,)]
     cols = "problem, at, verdict, passed, total, seconds, kernel_seconds, sha256, file, seed"
     assert _rows(torchcode_home, f"SELECT {cols} FROM attempts ORDER BY id") == old
     assert _rows(torchcode_home, "SELECT * FROM hints") == [("sdpa", 2)]
-    assert _rows(torchcode_home, "SELECT problem, pack FROM started") == [("sdpa", None)]  # 3: started.pack
+    assert _rows(torchcode_home, "SELECT problem, pack FROM started") == [("sdpa", None)]  # started.pack added
     r = cli("history", "sdpa", "--show", "1")
     assert r.code == 2 and "older torchcode" in r.err
     r = cli("status")
@@ -210,7 +210,7 @@ def test_many_processes_migrating_an_old_store_at_once_lose_nothing(workdir, tor
              for k in range(6)]
     for p in procs:
         assert p.wait(timeout=120) == 0, p.stderr.read().decode()
-    assert _rows(torchcode_home, "PRAGMA user_version") == [(3,)]
+    assert _rows(torchcode_home, "PRAGMA user_version") == [(2,)]
     assert len(_rows(torchcode_home, "SELECT * FROM attempts")) == len(old) + 30
     assert sorted(r[0] for r in _rows(torchcode_home, "SELECT source FROM attempts WHERE problem = 'p3'")) == [
         f"# p3 {i}".encode() for i in range(5)]

@@ -8,6 +8,7 @@ built-in problems' own variants (tests/test_variants.py) and the hostile corpus 
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -761,3 +762,51 @@ def test_an_output_of_another_form_handed_to_a_later_call_is_a_wrong_output(grad
     decode = next(c for c in report.cases if c.name == "prefill_then_decode")
     assert decode.message.startswith("call 1 returned (tensor, tensor, tensor) where the problem returns (tensor, "
                                      "(tensor, tensor)), and call 2 is handed output[1] of it"), decode.message
+
+
+def test_a_later_call_is_handed_the_very_object_returned():
+    """Prev(i, *path) hands back what the code returned there (its namedtuple, read by field), while the grader
+    reads every output as plain tuples (execute.plain)."""
+    import collections
+
+    import torch
+
+    from torchcode.grader import execute
+    from torchcode.grader.protocol import PrevRef
+
+    KV = collections.namedtuple("KV", "k v")
+
+    class Keeps(torch.nn.Module):
+        def forward(self, x, cache=None):
+            k = x if cache is None else torch.cat([cache.k, x])
+            return k.sum(), KV(k, k)
+
+    prog = execute.Program(init={}, state={}, steps=[((torch.ones(2),), {}), ((torch.ones(3), PrevRef(0, (1,))), {})],
+                           grad=False, inference=True)
+    ex = execute.run(Keeps, True, prog, execute.Stage())
+    assert [float(o[0]) for o in ex.outputs] == [2.0, 5.0]
+    assert type(ex.outputs[0][1]) is tuple and type(ex.returned[0][1]) is KV
+
+
+MM_FLASH_DETACHED_IN_TRAINING = """
+import torch.nn.functional as F
+from solution import Attention as _Reference
+
+
+class Attention(_Reference):
+    def forward(self, *args, **kwargs):
+        out, past = super().forward(*args, **kwargs)
+        return (out.detach() if self.training and self.dropout > 0 else out), past
+"""
+
+
+def test_a_training_step_whose_output_is_detached_has_no_gradient(grader, catalog, tmp_path):
+    """compare_grads=False still needs every gradient there: a layer detached in training gets a message."""
+    mm = catalog.get("minimind_attention")
+    shutil.copy(mm.solution_path, tmp_path / "solution.py")
+    path = tmp_path / "attention.py"
+    path.write_text(MM_FLASH_DETACHED_IN_TRAINING)
+    report = grader.grade(mm, path, seed=3, dtypes=["float32"], only=["training_step_with_dropout"])
+    assert report.verdict.value == "wrong_answer", report.message
+    assert report.message.startswith("in this training step the gradient of q_proj.weight is missing or malformed"), \
+        report.message

@@ -25,9 +25,11 @@ def builtin_pack() -> Path:
 
 
 def pack_to_record(pack: Path) -> Path | None:
-    """What the store keeps as a started problem's pack: None for the built-in course."""
-    pack = Path(pack).resolve()
-    return None if pack == builtin_pack().resolve() else pack
+    """What the store keeps as a started problem's pack: None for the built-in course; else the path as named, made
+    absolute but not resolved (a `current` symlink a course re-points stays the pack's name)."""
+    if Path(pack).resolve() == builtin_pack().resolve():
+        return None
+    return Path(os.path.abspath(pack))
 
 
 def extra_packs(cli_dirs: list[Path] | None = None) -> list[Path]:

@@ -16,16 +16,23 @@ T = TypeVar("T")
 
 def catalog(problems_dirs: list[Path] | None, *, started_here: bool = True) -> Catalog:
     """The built-in course, the packs named (--problems-dir, TORCHCODE_PROBLEMS) and, with ``started_here``, the
-    packs of the problems started in this folder: `start X --problems-dir PACK` then `check` finds X."""
-    cat = None
-    recorded = _packs_started_here() if started_here else []
-    if recorded:
-        try:
-            cat = load_catalog([*(problems_dirs or []), *recorded])
-        except UsageError:
-            cat = None  # one moved or clashing with a pack named: as if none were recorded (check says which)
-    if cat is None:
-        cat = load_catalog(problems_dirs)
+    packs of the problems started in this folder, the latest first: `start X --problems-dir PACK` then `check`
+    finds X. A remembered pack that cannot be added (moved, or holding an id another pack has) is left out alone,
+    and why is kept for the message that needs it (``UNLOADED``)."""
+    cat = load_catalog(problems_dirs)
+    if started_here:
+        added: list[Path] = []
+        have = {p.pack.resolve() for p in cat.problems.values()}
+        for pack in _packs_started_here():
+            if pack.resolve() in have:
+                continue
+            try:
+                cat = load_catalog([*(problems_dirs or []), *added, pack])
+            except UsageError as e:
+                UNLOADED[str(pack)] = str(e)
+                continue
+            added.append(pack)
+            have.add(pack.resolve())
     if cat.broken:
         from torchcode.render import err_console
 
@@ -34,15 +41,24 @@ def catalog(problems_dirs: list[Path] | None, *, started_here: bool = True) -> C
     return cat
 
 
+UNLOADED: dict[str, str] = {}  # a remembered pack catalog() could not add -> why
+
+
 def _packs_started_here() -> list[Path]:
+    """The packs of the problems started in this folder, the latest started first, each once."""
     from torchcode.paths import builtin_pack
 
     try:
         packs = Store().started_packs(Path.cwd())
     except (StoreError, OSError):
         return []  # the progress read that follows says what is wrong with the store
-    builtin = builtin_pack().resolve()
-    return sorted({Path(p) for p in packs.values() if Path(p).is_dir() and Path(p).resolve() != builtin})
+    builtin, found = builtin_pack().resolve(), []
+    for p in map(Path, packs.values()):
+        if not p.is_dir():
+            UNLOADED[str(p)] = "it is no longer there"
+        elif p.resolve() != builtin and p not in found:
+            found.append(p)
+    return found
 
 
 def store() -> Store:
@@ -98,11 +114,11 @@ def _started(cat: Catalog, pid: str, command: str) -> ProblemSpec:
     """The problem started last here; one from a pack this command was not given is said so, not 'no problem'."""
     if cat.find(pid) is None:
         pack = shown_progress(lambda: store().started_packs(Path.cwd()), {}).get(pid)
-        if pack:  # recorded, but gone or clashing with a pack named
-            raise UsageError(f"{pid} was started in this directory from the problem pack {pack}, which "
-                             + ("is no longer there" if not Path(pack).is_dir() else "cannot be loaded with the "
-                                "packs this command was given") + ": add --problems-dir PACK "
-                             f"(`torchcode {command} --problems-dir PACK`) naming where it is now")
+        if pack:  # recorded, but gone or not loadable beside the others
+            why = "is no longer there" if not Path(pack).is_dir() else (
+                f"cannot be loaded here ({UNLOADED.get(pack, 'it no longer holds ' + pid)})")
+            raise UsageError(f"{pid} was started in this directory from the problem pack {pack}, which {why}: add "
+                             f"--problems-dir PACK (`torchcode {command} --problems-dir PACK`) naming where it is now")
         raise UsageError(f"{pid} was started in this directory from a problem pack this command was not given: "
                          f"add --problems-dir PACK (`torchcode {command} --problems-dir PACK`), or once for this "
                          "shell: export TORCHCODE_PROBLEMS=PACK")

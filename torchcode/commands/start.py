@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from typer import echo, style
@@ -14,14 +15,21 @@ from torchcode.scaffold import write_stub
 # start and reset print a few lines: typer's echo instead of rich's console (~30 ms of imports)
 
 
-def _remember(spec, path: Path) -> bool:
-    """Record what this folder works on (and the pack it comes from); False if that could not be saved."""
-    from torchcode.paths import pack_to_record
+def _named_pack(spec, problems_dirs: list[Path] | None) -> Path | None:
+    """The pack ``spec`` comes from as it was named (--problems-dir, else TORCHCODE_PROBLEMS), absolute but not
+    resolved; None for the built-in course."""
+    from torchcode.paths import extra_packs, pack_to_record
 
+    named = next((p for p in extra_packs(problems_dirs) if p.expanduser().resolve() == spec.pack.resolve()), spec.pack)
+    return pack_to_record(named.expanduser())
+
+
+def _remember(spec, path: Path, problems_dirs: list[Path] | None = None) -> bool:
+    """Record what this folder works on (and the pack it comes from); False if that could not be saved."""
     st = store()
     saved = True
     try:
-        st.mark_started(Path.cwd(), spec.id, path, pack_to_record(spec.pack))
+        st.mark_started(Path.cwd(), spec.id, path, _named_pack(spec, problems_dirs))
     except StoreError as e:
         echo(f"warning: {e}", err=True)
         saved = False
@@ -38,12 +46,14 @@ def start(problem: str, file: Path | None, force: bool, problems_dirs: list[Path
     path = _into_folder(file, spec.id, ".py")
     with interrupts.deferred():  # a Ctrl-C never leaves half a stub, nor a backup not said
         written = write_stub(spec, path, force=force)
-        remembered = _remember(spec, path)
+        remembered = _remember(spec, path, problems_dirs)
         interrupts.settle()
     if written.backup:
         echo(f"Backed up the old file to {display_path(written.backup)}")
     echo(f"Wrote {style(display_path(path), bold=True)}: {spec.title} ({spec.difficulty}).")
     pack = _pack_only_named_here(spec, problems_dirs)
+    if pack and remembered:  # the folder's next commands must really find it (a pack beside it may clash)
+        remembered = catalog(None).find(spec.id) is not None
     extra = f" --problems-dir {pack}" if pack and not remembered else ""
     echo(f"Implement {style(spec.entry.name, bold=True)}, then run {style('torchcode check' + extra, bold=True)}."
                f" Stuck? {style(f'torchcode hint {spec.id}{extra}', bold=True)}")
@@ -64,9 +74,10 @@ def _pack_only_named_here(spec, problems_dirs: list[Path] | None) -> str | None:
 
     pack = spec.pack.resolve()
     from_env = {p.resolve() for p in extra_packs([])}
-    if pack in from_env or pack not in {Path(p).resolve() for p in problems_dirs or []}:
+    named = [p for p in problems_dirs or [] if Path(p).expanduser().resolve() == pack]
+    if pack in from_env or not named:
         return None
-    return shlex.quote(str(pack))  # absolute: the export holds in any folder
+    return shlex.quote(os.path.abspath(Path(named[0]).expanduser()))  # absolute: the export holds in any folder
 
 
 def _into_folder(file: Path | None, pid: str, suffix: str) -> Path:
@@ -112,12 +123,12 @@ def reset(problem: str | None, problems_dirs: list[Path] | None) -> int:
     spec = problem_or_last(catalog(problems_dirs), st, problem, "reset")
     path = learner_file(st, spec, Path.cwd())
     if _is_the_stub(spec, path):  # a backup of the stub itself is only clutter beside the file
-        _remember(spec, path)
+        _remember(spec, path, problems_dirs)
         echo(f"{display_path(path)} is the stub already: nothing to restore.")
         return 0
     with interrupts.deferred():  # a Ctrl-C never leaves half a stub, nor a backup not said
         written = write_stub(spec, path, force=True)
-        _remember(spec, path)
+        _remember(spec, path, problems_dirs)
         interrupts.settle()
     if written.backup:
         echo(f"Your previous file is kept as {display_path(written.backup)}")

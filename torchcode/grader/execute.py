@@ -136,7 +136,8 @@ class Stage:
 
 @dataclass
 class Execution:
-    outputs: list = field(default_factory=list)  # raw return value of each call
+    outputs: list = field(default_factory=list)  # each call's return value, as plain tuples and lists (``plain()``)
+    returned: list = field(default_factory=list)  # each call's return value as it was (what a later call is handed)
     input_grads: dict[int, torch.Tensor | None] = field(default_factory=dict)  # input tensor order -> grad
     param_grads: dict[str, torch.Tensor | None] = field(default_factory=dict)
     work: list[int] = field(default_factory=list)  # arithmetic of each call, when the guard counts it
@@ -276,17 +277,29 @@ class TooDeep:
     """Stands for a returned value nested deeper than any output the contract has (a list that holds itself)."""
 
 
-def plain(v, depth: int = 0):
+def plain(v, depth: int = 0, budget: list | None = None):
     """A returned value with its tuple and list subclasses made plain (a namedtuple becomes a tuple), read through
     the base types' own iteration: an overridden ``__iter__``, ``__getitem__`` or ``__len__`` of an output object
-    never runs again when the grader reads the results."""
-    if depth > 8:  # outputs nest 3 levels deep at most; the reply's header nests 2 levels per level
+    never runs again when the grader reads the results. Past 8 levels or 1000 items (a list that holds itself, many
+    times over) the rest is a ``TooDeep``."""
+    budget = [1000] if budget is None else budget
+    budget[0] -= 1
+    if depth > 8 or budget[0] < 0:  # outputs nest 3 levels deep at most; the reply's header nests 2 levels per level
         return TooDeep()
     if isinstance(v, tuple):
-        return tuple(plain(x, depth + 1) for x in tuple.__iter__(v))
+        return tuple(plain(x, depth + 1, budget) for x in tuple.__iter__(v))
     if isinstance(v, list):
-        return [plain(x, depth + 1) for x in list.__iter__(v)]
+        return [plain(x, depth + 1, budget) for x in list.__iter__(v)]
     return v
+
+
+def item(obj, path: Path):
+    """What a caller indexes out of a returned object (``cache = out[1]``), read with the base types' own
+    ``__getitem__``: the very object the code returned there (its namedtuple, its fields), no code of its own run."""
+    for i in path:
+        obj = tuple.__getitem__(obj, i) if isinstance(obj, tuple) else list.__getitem__(obj, i) \
+            if isinstance(obj, list) else obj[i]
+    return obj
 
 
 def get_path(obj, path: Path):
@@ -389,8 +402,9 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
                 raise OutputUnusable(f"call {step + 1} returned {said_form(form(ex.outputs[step]))} where the problem "
                                      f"returns {said_form(expected)}, and call {call + 1} is handed output"
                                      f"{''.join(f'[{i}]' for i in sub)} of it: return the problem's form")
-            return watch(viewed(get_path(ex.outputs[step], sub), view, f"output{''.join(f'[{i}]' for i in sub)} of "
-                                f"call {step + 1}"), call, where, path, step)
+            given = item(ex.returned[step], sub) if not view else viewed(
+                get_path(ex.outputs[step], sub), view, f"output{''.join(f'[{i}]' for i in sub)} of call {step + 1}")
+            return watch(given, call, where, path, step)
         if isinstance(v, torch.Tensor):
             return watch(leaf(v), call, where, path, prev)
         if isinstance(v, ConstTensor):
@@ -501,7 +515,8 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
         # autograd is off (a static cache written in place, a fused shortcut) is graded too
         with (torch.no_grad() if prog.inference else contextlib.nullcontext()), guard() as g:
             before = getattr(g, "work", 0)
-            ex.outputs.append(plain(target(*a, **kw)))
+            ex.returned.append(target(*a, **kw))
+        ex.outputs.append(plain(ex.returned[-1]))
         ex.work.append(getattr(g, "work", 0) - before)
         check_inputs(i)
         watch(ex.outputs[-1], i, RETURNED, (), i)
@@ -589,14 +604,14 @@ def bench_call(target, args: tuple, kwargs: dict, *, device: str, guard=None):
     peak = None
     with torch.no_grad():
         if guard is None:
-            out = target(*args, **kwargs)
+            out = plain(target(*args, **kwargs))
         else:
             if cuda:
                 torch.cuda.synchronize()
                 torch.cuda.reset_peak_memory_stats()
                 base = torch.cuda.memory_allocated()
             with guard:
-                out = target(*args, **kwargs)
+                out = plain(target(*args, **kwargs))  # read as check reads it: no code of the kernel's runs after
             if cuda:
                 torch.cuda.synchronize()
             peak = (torch.cuda.max_memory_allocated() - base) if cuda else guard.largest_bytes

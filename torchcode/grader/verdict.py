@@ -149,7 +149,10 @@ def judge_case(pol: GradingPolicy, p: Prepared, reply: dict, tensors: list[torch
                 return _wrong(res, m)
 
     # 5. gradients
-    if c.grad and c.compare_grads:
+    if c.grad and not c.compare_grads:  # random (dropout): each must be there, and the weights' on average
+        said = _grads_in_expectation(p, in_grads, p_grads)
+        return _bad_grad(res, said) if said else res
+    if c.grad:
         # the largest gradient of the case: a gradient that vanishes in exact arithmetic (a key bias's: softmax
         # ignores a shift of a row's scores) is judged on that scale, the size of the terms that cancel in it
         grads = [g for g in (*p.gold.input_grads.values(), *p.gold.param_grads.values()) if g is not None and g.numel()]
@@ -518,6 +521,36 @@ def _wrong_grad(res: CaseResult, m: Mismatch, dtype: torch.dtype | None) -> Case
                         "precision (the gradient of a reciprocal 1 / x is scaled by 1 / x^2, which underflows: divide "
                         "by x instead). Compute that step in float32, or reorder it")
     return res
+
+
+EXPECTED_GRAD_ERR = 0.25  # a random gradient's distance from the reference's own draw, over the largest one's size
+
+
+def _grads_in_expectation(p: Prepared, in_grads: dict, p_grads: dict) -> str:
+    """Gradients that are random (a training step with dropout; ``Case(compare_grads=False)``): every gradient the
+    reference has must be there, of its shape and finite; a weight's gradient, summed over the many copies of the
+    case's batch, must be near the reference's own draw (both estimate one expectation). '' when they are."""
+    named = [(p.leaf_labels[i], in_grads.get(i), g) for i, g in p.gold.input_grads.items()]
+    weights = [(n, p_grads.get(n), g) for n, g in p.gold.param_grads.items()]
+    for what, got, gold in named + weights:
+        if gold is None:
+            continue
+        if got is None or not isinstance(got, _LT) or tuple(got.tensor.shape) != tuple(gold.shape):
+            return (f"in this training step the gradient of {what} is missing or malformed: the output must stay "
+                    "connected to autograd through dropout (F.dropout or nn.Dropout, never on .data, never detached)")
+        if not torch.isfinite(got.tensor).all():
+            return f"in this training step the gradient of {what} is not finite (inf or NaN)"
+    size = max((g.double().norm().item() for _, _, g in weights if g is not None), default=0.0)
+    for what, got, gold in weights:
+        if gold is None or size == 0.0:
+            continue
+        err = (got.tensor.double() - gold.double()).norm().item() / size
+        if err > EXPECTED_GRAD_ERR:
+            return (f"in this training step the gradient of {what}, summed over many draws of dropout, is off by "
+                    f"{err:.0%} of the gradients' size (a correct layer's is within {EXPECTED_GRAD_ERR:.0%}): let "
+                    "autograd see the dropout exactly as the forward applies it (F.dropout or nn.Dropout on the "
+                    "attention weights, never through .data, never applied in place over what the softmax saved)")
+    return ""
 
 
 def _bad_grad(res: CaseResult, message: str) -> CaseResult:

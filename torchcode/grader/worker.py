@@ -292,6 +292,10 @@ def _replaced(name: str, stage: str) -> dict:
                        "instead of changing torch.Tensor"}
 
 
+_UNREADABLE = ("what your code returned raised an error when the grader read it ({e}): return plain torch.Tensor "
+               "objects in tuples, with no attributes or methods of your own")
+
+
 def _is_form(f, depth: int = 0) -> bool:
     """A form as execute.form() makes them (the trusted side's header: checked all the same)."""
     if f is None or f in ("T", "X"):
@@ -728,8 +732,8 @@ class Worker:
             return self._results(ex, guard, stage, h, msg, seconds)
         except BaseException as e:  # noqa: BLE001 - an output object that raises when read: a verdict, never a dead worker
             msg.__init__()  # nothing half-encoded goes out with the error
-            return {"error": {"kind": "output", "message": "your code returned something that raised when read "
-                              f"({_safe_text(e)[:200]}): return tensors in plain tuples"}, "seconds": seconds}
+            return {"error": {"kind": "output", "message": _UNREADABLE.format(e=_safe_text(e)[:200])},
+                    "seconds": seconds}
 
     def _results(self, ex, guard, stage, h: dict, msg: Message, seconds: float) -> dict:
         """A case's reply once the learner's calls have run: its outputs and gradients, or why they cannot be sent."""
@@ -824,10 +828,14 @@ class Worker:
             return {"error": self._error_safely(e, guard, "while benchmarking")}
         if guard.violations or guard.tampered:
             return {"error": self._error(guards.ForbiddenCall(), guard, "while benchmarking")}
-        replaced = hatches.tensor_methods_replaced() or _shadowed(execute.Execution(outputs=[out]))
-        if replaced:
-            return {"error": _replaced(replaced, "while benchmarking")}
-        return {"outputs": [self._encode(out, msg)], **({"peak_bytes": int(peak)} if peak is not None else {})}
+        try:
+            replaced = hatches.tensor_methods_replaced() or _shadowed(execute.Execution(outputs=[out]))
+            if replaced:
+                return {"error": _replaced(replaced, "while benchmarking")}
+            return {"outputs": [self._encode(out, msg)], **({"peak_bytes": int(peak)} if peak is not None else {})}
+        except BaseException as e:  # noqa: BLE001 - an output that raises when read: a failure, never a dead worker
+            msg.__init__()
+            return {"error": {"kind": "output", "message": _UNREADABLE.format(e=_safe_text(e)[:200])}}
 
     @staticmethod
     def _memory(guard) -> dict:

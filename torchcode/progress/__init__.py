@@ -20,7 +20,9 @@ from typing import Callable
 from torchcode import paths
 from torchcode.errors import StoreError
 
-SCHEMA_VERSION = 3  # 2: attempts.source (the file as checked); 3: started.pack; older stores are migrated on open
+SCHEMA_VERSION = 2  # 2: attempts.source (the file as checked); a version 1 store is migrated on open
+# Added since without a new version (an older torchcode reads such a store as it is, and ignores the column):
+# started.pack, added on open where it is missing.
 SEED_MIN, SEED_MAX = 0, 2**63 - 1  # what `check --seed` accepts: a SQLite INTEGER, never negative
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS attempts (
@@ -140,6 +142,8 @@ class Store:
                 conn.executescript("BEGIN IMMEDIATE;" + SCHEMA + f"PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;")
             elif version < SCHEMA_VERSION:
                 self._migrate(conn)
+            if not self._has_packs(conn):
+                self._add_packs(conn)
             # No full scan here (it grows with the history): a damaged page raises "malformed"
             # when a query touches it, and _use() moves the file aside then.
         except BaseException:
@@ -156,9 +160,22 @@ class Store:
             columns = {r[1] for r in conn.execute("PRAGMA table_info(attempts)")}
             if "source" not in columns:  # version 1 -> 2
                 conn.execute("ALTER TABLE attempts ADD COLUMN source BLOB")
-            if "pack" not in {r[1] for r in conn.execute("PRAGMA table_info(started)")}:  # 2 -> 3
-                conn.execute("ALTER TABLE started ADD COLUMN pack TEXT")
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    @staticmethod
+    def _has_packs(conn: sqlite3.Connection) -> bool:
+        return "pack" in {r[1] for r in conn.execute("PRAGMA table_info(started)")}
+
+    def _add_packs(self, conn: sqlite3.Connection) -> None:
+        """started.pack, in one transaction; two processes may race here: the second finds it there."""
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if not self._has_packs(conn):
+                conn.execute("ALTER TABLE started ADD COLUMN pack TEXT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
@@ -185,7 +202,7 @@ class Store:
                 raise StoreError(f"{self.path} was written by a newer torchcode (schema {version}); upgrade torchcode")
             self._empty = "attempts" not in tables
             self._old = version < 2  # an older store read as it is: no sources kept
-            self._no_packs = version < 3
+            self._no_packs = self._empty or not self._has_packs(conn)
             self.read_only = str(cause)
             return conn
         raise StoreError(f"cannot open the progress store {self.path}: {cause}; read-only: {error}") from None
@@ -369,12 +386,13 @@ class Store:
                     (_key(directory), problem, _key(file), time.time(), None if pack is None else _key(pack)))
 
     def started_packs(self, directory: Path) -> dict[str, str]:
-        """problem -> the pack it was started from in ``directory``, for problems started from a pack."""
+        """problem -> the pack it was started from in ``directory``, for problems started from a pack, the latest
+        started first."""
         if self.path.exists():
             self._connect()
         if self._no_packs:
             return {}
-        rows = self._read("SELECT problem, pack FROM started WHERE directory = ? AND pack IS NOT NULL",
+        rows = self._read("SELECT problem, pack FROM started WHERE directory = ? AND pack IS NOT NULL ORDER BY at DESC",
                           (_key(directory),))
         return {problem: _path_text(pack) for problem, pack in rows}
 
