@@ -46,6 +46,11 @@ def decoder_reads_encoder(rng):
     return cross(rng, 32, 4, B=2, Sq=3, Skv=10)
 
 
+@case(targets="one head: the head dim is 1 and d_k is d_model (squeeze nothing you did not make)")
+def one_head(rng):
+    return cross(rng, 16, 1, B=2, Sq=3, Skv=5)
+
+
 @case(targets="queries longer than the memory")
 def more_queries(rng):
     return cross(rng, 32, 4, B=2, Sq=9, Skv=4)

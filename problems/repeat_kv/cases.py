@@ -26,6 +26,11 @@ def mqa_single_token(rng):
     return Case(steps=[Call(rng.randn(3, 1, 1, 16), 8)])
 
 
+@case(targets="one KV head of width 1 repeated three times: a size-1 head dim is a dim like any other (squeeze nothing)")
+def width_one(rng):
+    return Case(steps=[Call(rng.randn(2, 3, 1, 1), 3)])  # (B, S, H_kv, D)
+
+
 @case(targets="odd sizes: the sequence axis is not the head axis")
 def odd_sizes(rng):
     return Case(steps=[Call(rng.randn(2, 3, 5, 7), 3)])

@@ -74,12 +74,13 @@ def unbatched_single_query(rng):
     return Case(steps=[Call(rng.randn(1, 32), rng.randn(11, 32), rng.randn(11, 4))])
 
 
-@case(targets="a batch of single queries (one decoding step per sequence), and a single key: no size-1 dim "
+@case(targets="a batch of single queries (one decoding step per sequence), a single key, one head: no size-1 dim "
               "squeezed away")
 def batched_single_query(rng):
     return Case(steps=[Call(rng.randn(3, 1, 16), rng.randn(3, 5, 16), rng.randn(3, 5, 8)),
                        Call(rng.randn(2, 2, 1, 8), rng.randn(2, 2, 7, 8), rng.randn(2, 2, 7, 8)),
-                       Call(rng.randn(3, 4, 16), rng.randn(3, 1, 16), rng.randn(3, 1, 8))])
+                       Call(rng.randn(3, 4, 16), rng.randn(3, 1, 16), rng.randn(3, 1, 8)),
+                       Call(rng.randn(2, 1, 5, 8), rng.randn(2, 1, 6, 8), rng.randn(2, 1, 6, 4))])  # one head
 
 
 @case(targets="a key-padding mask broadcast over queries: False keys get weight 0")
