@@ -14,25 +14,24 @@ from torchcode.progress import Store
 T = TypeVar("T")
 
 
-def catalog(problems_dirs: list[Path] | None, *, started_here: bool = True) -> Catalog:
-    """The built-in course, the packs named (--problems-dir, TORCHCODE_PROBLEMS) and, with ``started_here``, the
-    packs of the problems started in this folder, the latest first: `start X --problems-dir PACK` then `check`
+def catalog(problems_dirs: list[Path] | None) -> Catalog:
+    """The built-in course, the packs named (--problems-dir, TORCHCODE_PROBLEMS) and the packs of the problems
+    started in this folder, the latest first: `start X --problems-dir PACK` then `check`
     finds X. A remembered pack that cannot be added (moved, or holding an id another pack has) is left out alone,
     and why is kept for the message that needs it (``UNLOADED``)."""
     cat = load_catalog(problems_dirs)
-    if started_here:
-        added: list[Path] = []
-        have = {p.pack.resolve() for p in cat.problems.values()}
-        for pack in _packs_started_here():
-            if pack.resolve() in have:
-                continue
-            try:
-                cat = load_catalog([*(problems_dirs or []), *added, pack])
-            except UsageError as e:
-                UNLOADED[str(pack)] = str(e)
-                continue
-            added.append(pack)
-            have.add(pack.resolve())
+    added: list[Path] = []
+    have = {p.pack.resolve() for p in cat.problems.values()}
+    for pack in _packs_started_here():
+        if pack.resolve() in have:
+            continue
+        try:
+            cat = load_catalog([*(problems_dirs or []), *added, pack])
+        except UsageError as e:
+            UNLOADED[str(pack)] = str(e)
+            continue
+        added.append(pack)
+        have.add(pack.resolve())
     if cat.broken:
         from torchcode.render import err_console
 
