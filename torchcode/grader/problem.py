@@ -194,6 +194,10 @@ class Problem:
         ignore = {(i, path): m for i, s in enumerate(c.steps) for path, m in s.ignore.items()}
 
         def make_cot(step, path, out):
+            if not c.compare_grads and out.dim() > 0:  # the case's batch holds copies of one input, each with its own
+                # dropout draw: one output gradient for every copy, so that the gradients, summed over the copies,
+                # estimate their expectation (ungraded outputs included: there, ungraded means random)
+                return rng.randn(1, *out.shape[1:]).expand(out.shape).clone()
             cot = rng.randn(*out.shape)
             if (step, path) in ignore:
                 cot = cot.masked_fill(ignore[(step, path)].expand(out.shape), 0.0)
