@@ -360,3 +360,22 @@ def test_a_worker_started_ahead_is_not_used_once_a_helper_beside_the_file_was_re
         os.replace(side, work / "myhelpers.py")
         report = s.grade("repeat_kv", path=f)
         assert report.passed, (report.verdict, report.message)
+
+
+def test_a_grade_finds_its_problem_in_the_packs_it_names(session, tmp_path, monkeypatch):
+    """A folder remembers the pack its problems were started from: watch, the notebook magic and serve grade them
+    on a session not started with that pack, by naming it (`packs`). A pack the grade does not name is not
+    searched."""
+    from torchcode.errors import UsageError
+    from torchcode.progress import Store
+    from torchcode.web.workspace import Workspace
+
+    pack = ROOT / "tests" / "fixtures" / "course_pack"
+    solution = pack / "solutions" / "good_attention.py"
+    assert session.grade("good_attention", solution, packs=[pack]).passed
+    with pytest.raises(UsageError):
+        session.grade("good_attention", solution)
+    monkeypatch.setenv("TORCHCODE_HOME", str(tmp_path / "home"))
+    Store().mark_started(tmp_path, "good_attention", tmp_path / "good_attention.py", pack)
+    ws = Workspace(tmp_path)  # serve in that folder, no --problems-dir: the pack is found, and graded with
+    assert "good_attention" in ws.catalog.problems and ws.problems_dirs == [pack]

@@ -138,6 +138,8 @@ def test_start_into_a_folder_and_check_of_a_problem_not_started(cli, workdir):
     assert (workdir / "sub" / "sdpa.py").is_file() and (workdir / "sub" / "rope.ipynb").is_file()
     assert check.code == 2 and check.err.strip() == ("error: no file gqa.py to check. Run `torchcode start gqa` first, "
                                                      "or `torchcode check FILE --problem gqa`."), check.err
+    r = cli("start", "gqa", "-o", "new/")  # a folder not made yet, named with its slash: gqa.py in it, not a file "new"
+    assert r.code == 0 and "Wrote new/gqa.py" in r.out and (workdir / "new" / "gqa.py").is_file(), r.text
 
 
 def test_help_says_what_new_and_validate_take(cli, workdir):

@@ -88,7 +88,7 @@ def show(problem: ProblemArg, problems_dir: PacksOpt = None):
 
 @app.command()
 def start(problem: ProblemArg,
-          file: Annotated[Optional[Path], typer.Option("--file", "-o", help="Where to write the stub (default ./PROBLEM.py, or ./PROBLEM.ipynb with --notebook; a folder: PROBLEM.py in it).")] = None,
+          file: Annotated[Optional[str], typer.Option("--file", "-o", metavar="PATH", help="Where to write the stub (default ./PROBLEM.py, or ./PROBLEM.ipynb with --notebook; a folder, or a name ending in /: PROBLEM.py in it).")] = None,
           force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file (a backup is kept).")] = False,
           notebook: Annotated[bool, typer.Option("--notebook", help="Write a Jupyter notebook PROBLEM.ipynb instead.")] = False,
           problems_dir: PacksOpt = None):

@@ -137,7 +137,8 @@ def _grade(args: list[str], cell: str) -> None:
 
     global _last_problem
     problem, seed, asked, dry = _grade_args(args)
-    spec = catalog(None).get(problem)
+    cat = catalog(None)  # with the packs of the problems started in the kernel's folder (cat.remembered)
+    spec = cat.get(problem)
     _last_problem = spec.id
     dtypes = wanted_dtypes(spec, asked)
     from torchcode.commands.watch import case_text
@@ -153,7 +154,7 @@ def _grade(args: list[str], cell: str) -> None:
         live.show(_Html(f"Grading {spec.id}…" if warm else f"Grading {spec.id}: starting the grader…"))
         s = session()
         report = s.grade(spec.id, source=cell, seed=seed, dtypes=dtypes, on_event=on_event, gpu_dry_run=dry,
-                         imports_from=_here())  # the kernel's folder now: `%cd` moves it
+                         imports_from=_here(), packs=cat.remembered)  # the kernel's folder now: `%cd` moves it
     except KeyboardInterrupt:
         live.show(_Html("Interrupted: the grade was stopped and nothing was recorded."))
         return None

@@ -20,6 +20,8 @@ __all__ = ["Catalog", "ProblemSpec", "load_catalog"]
 class Catalog:
     problems: dict[str, ProblemSpec] = field(default_factory=dict)
     broken: dict[str, SpecError] = field(default_factory=dict)  # id (folder name) -> why it cannot load
+    remembered: list[Path] = field(default_factory=list)  # packs added because a folder remembers them (not named)
+    unloaded: dict[str, str] = field(default_factory=dict)  # a remembered pack left out -> why
 
     def ordered(self) -> list[ProblemSpec]:
         return sorted(self.problems.values(), key=lambda p: (p.order, p.id))
@@ -87,3 +89,28 @@ def load_catalog(problems_dirs: list[Path] | None = None, *, builtin: bool = Tru
             catalog.problems[spec.id] = spec
     cache.save()
     return catalog
+
+
+def with_remembered(problems_dirs: list[Path] | None, remembered: list[Path]) -> Catalog:
+    """``load_catalog(problems_dirs)`` plus each pack of ``remembered`` (the packs a folder's problems were started
+    from, the latest first) that can join it; one that has moved, or holds an id another pack has, is left out alone
+    (``Catalog.unloaded`` says why). The built-in course and packs already in are skipped."""
+    cat = load_catalog(problems_dirs)
+    have = {paths.builtin_pack().resolve(), *(p.pack.resolve() for p in cat.problems.values())}
+    added: list[Path] = []
+    unloaded: dict[str, str] = {}
+    for pack in remembered:
+        if not pack.is_dir():
+            unloaded[str(pack)] = "it is no longer there"
+            continue
+        if pack.resolve() in have:
+            continue
+        try:
+            cat = load_catalog([*(problems_dirs or []), *added, pack])
+        except UsageError as e:
+            unloaded[str(pack)] = str(e)
+            continue
+        added.append(pack)
+        have.add(pack.resolve())
+    cat.remembered, cat.unloaded = added, unloaded
+    return cat

@@ -16,48 +16,25 @@ T = TypeVar("T")
 
 def catalog(problems_dirs: list[Path] | None) -> Catalog:
     """The built-in course, the packs named (--problems-dir, TORCHCODE_PROBLEMS) and the packs of the problems
-    started in this folder, the latest first: `start X --problems-dir PACK` then `check`
-    finds X. A remembered pack that cannot be added (moved, or holding an id another pack has) is left out alone,
-    and why is kept for the message that needs it (``UNLOADED``)."""
-    cat = load_catalog(problems_dirs)
-    added: list[Path] = []
-    have = {p.pack.resolve() for p in cat.problems.values()}
-    for pack in _packs_started_here():
-        if pack.resolve() in have:
-            continue
-        try:
-            cat = load_catalog([*(problems_dirs or []), *added, pack])
-        except UsageError as e:
-            UNLOADED[str(pack)] = str(e)
-            continue
-        added.append(pack)
-        have.add(pack.resolve())
-    if cat.broken:
-        from torchcode.render import err_console
+    started in this folder, the latest first: `start X --problems-dir PACK` then `check` finds X
+    (``Catalog.remembered``; a grading session started here needs them too). One that cannot be added is left out
+    alone, and why is kept for the message that needs it (``Catalog.unloaded``)."""
+    from torchcode.catalog import with_remembered
 
+    cat = with_remembered(problems_dirs, packs_started_in(Path.cwd()))
+    if cat.broken:
         for pid, err in sorted(cat.broken.items()):
             warn(f"problem '{pid}' is skipped: {err}")
     return cat
 
 
-UNLOADED: dict[str, str] = {}  # a remembered pack catalog() could not add -> why
-
-
-def _packs_started_here() -> list[Path]:
-    """The packs of the problems started in this folder, the latest started first, each once."""
-    from torchcode.paths import builtin_pack
-
+def packs_started_in(directory: Path) -> list[Path]:
+    """The packs of the problems started in ``directory``, the latest started first, each once."""
     try:
-        packs = Store().started_packs(Path.cwd())
+        packs = Store().started_packs(directory)
     except (StoreError, OSError):
         return []  # the progress read that follows says what is wrong with the store
-    builtin, found = builtin_pack().resolve(), []
-    for p in map(Path, packs.values()):
-        if not p.is_dir():
-            UNLOADED[str(p)] = "it is no longer there"
-        elif p.resolve() != builtin and p not in found:
-            found.append(p)
-    return found
+    return list(dict.fromkeys(map(Path, packs.values())))
 
 
 def store() -> Store:
@@ -115,7 +92,7 @@ def _started(cat: Catalog, pid: str, command: str) -> ProblemSpec:
         pack = shown_progress(lambda: store().started_packs(Path.cwd()), {}).get(pid)
         if pack:  # recorded, but gone or not loadable beside the others
             why = "is no longer there" if not Path(pack).is_dir() else (
-                f"cannot be loaded here ({UNLOADED.get(pack, 'it no longer holds ' + pid)})")
+                f"cannot be loaded here ({cat.unloaded.get(pack, 'it no longer holds ' + pid)})")
             raise UsageError(f"{pid} was started in this directory from the problem pack {pack}, which {why}: add "
                              f"--problems-dir PACK (`torchcode {command} --problems-dir PACK`) naming where it is now")
         raise UsageError(f"{pid} was started in this directory from a problem pack this command was not given: "

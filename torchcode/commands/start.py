@@ -80,10 +80,12 @@ def _pack_only_named_here(spec, problems_dirs: list[Path] | None) -> str | None:
     return shlex.quote(os.path.abspath(Path(named[0]).expanduser()))  # absolute: the export holds in any folder
 
 
-def _into_folder(file: Path | None, pid: str, suffix: str) -> Path:
-    """``-o FILE``, or ``-o FOLDER`` for FOLDER/PROBLEM.py (it named the folder as a file that exists)."""
-    path = (file or Path(f"{pid}{suffix}")).resolve()
-    path = path / f"{pid}{suffix}" if path.is_dir() else path
+def _into_folder(file: str | Path | None, pid: str, suffix: str) -> Path:
+    """``-o FILE``, or ``-o FOLDER`` for FOLDER/PROBLEM.py: a folder that exists, or a name ending in a slash (a
+    folder to make: `-o newdir/` wrote a file named newdir)."""
+    folder = file is not None and str(file).endswith(("/", os.sep))
+    path = Path(file or f"{pid}{suffix}").resolve()
+    path = path / f"{pid}{suffix}" if folder or path.is_dir() else path
     for parent in path.parents:  # -o notes.txt/gqa.py said "cannot write ...: File exists"
         if parent.exists():
             if not parent.is_dir():

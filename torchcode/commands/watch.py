@@ -57,7 +57,7 @@ def run(target: str | None, problem: str | None, seed: int | None, limits, probl
     changed = threading.Event()
     changed.set()  # grade once at the start
     stop = threading.Event()
-    session = Session(problems_dirs=problems_dirs, limits=limits, device=limits.device)
+    session = Session(problems_dirs=[*(problems_dirs or []), *cat.remembered], limits=limits, device=limits.device)
     watcher = threading.Thread(target=_watch, args=(path, changed, stop, session), name="torchcode-watch", daemon=True)
     try:
         session.start()

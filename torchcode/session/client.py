@@ -135,11 +135,13 @@ class Session:
     def grade(self, problem: str, path: Path | str | None = None, *, source: str | None = None,
               seed: int | None = None, dtypes: list[str] | None = None,
               on_event: Callable[[dict], None] | None = None, gpu_dry_run: bool = False,
-              imports_from: list[str] | None = None) -> Report:
+              imports_from: list[str] | None = None, packs: list[Path] | None = None) -> Report:
         """Grade ``path`` (a file) or ``source`` (text) as a submission to ``problem``.
 
         ``imports_from``: for this grade, the folders the submission imports its own modules from besides
         its file's (``Limits.imports_from``; a notebook passes the kernel's current folder at each grade).
+
+        ``packs``: problem packs to find ``problem`` in besides the session's own (those a folder remembers).
 
         ``gpu_dry_run``: as ``check --gpu-dry-run``: on the CPU, code accepted also runs its cases on the
         meta device, and what would fail on a GPU goes into ``report.advice`` (never the verdict).
@@ -152,6 +154,8 @@ class Session:
                "path": str(Path(path).resolve()) if path is not None else None, "gpu_dry_run": bool(gpu_dry_run)}
         if imports_from is not None:
             req["imports_from"] = [str(Path(f).resolve()) for f in imports_from]
+        if packs:
+            req["packs"] = [str(Path(p).resolve()) for p in packs]
         if path is not None and not Path(req["path"]).is_file():
             raise UsageError(f"no such file: {path}")
         if path is not None:

@@ -120,7 +120,7 @@ def main() -> None:
                     folders = req.get("imports_from")
                     limits.imports_from = ([str(f) for f in folders] if isinstance(folders, list) else imports_from)
                     try:
-                        spec, path = _submission(_catalog(dirs), req, sources)
+                        spec, path = _submission(_catalog(dirs, req), req, sources)
                         report = grader.grade(spec, path, seed=req.get("seed"), dtypes=req.get("dtypes"),
                                               on_event=lambda ev: send({"event": ev}),
                                               gpu_dry_run=bool(req.get("gpu_dry_run")))
@@ -142,7 +142,7 @@ def main() -> None:
                     _raised = False
                     _grading = True
                     try:
-                        spec, path = _submission(_catalog(dirs), req, sources)
+                        spec, path = _submission(_catalog(dirs, req), req, sources)
                         grader.drop_ahead()  # nothing else runs while it is timed
                         bench = run_bench(grader, spec, path, dtype=str(req.get("dtype") or "float32"),
                                           sizes=req.get("sizes"), reps=int(req.get("reps") or 5))
@@ -181,10 +181,13 @@ def _not_dumpable() -> None:
         pass
 
 
-def _catalog(dirs):
+def _catalog(dirs, req: dict | None = None):
+    """The session's packs, and those a request names besides (``packs``: the packs a folder remembers for the
+    problems started in it, which the session was not started with)."""
     from torchcode.catalog import load_catalog
 
-    return load_catalog(dirs)
+    extra = [Path(p) for p in (req or {}).get("packs") or [] if isinstance(p, str)]
+    return load_catalog([*(dirs or []), *extra] or None)
 
 
 def _submission(cat, req: dict, sources: Path):

@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 from typing import Callable
 
-from torchcode.catalog import load_catalog
+from torchcode.catalog import with_remembered
 from torchcode.errors import GraderError, StoreError, UsageError
 from torchcode.paths import pack_to_record
 from torchcode.progress import ProblemProgress, Store
@@ -38,9 +38,11 @@ class Workspace:
                  gpu_dry_run: bool = False):
         self.dir = Path(directory).resolve()
         self.gpu_dry_run = gpu_dry_run  # the page's "GPU dry run" box starts ticked
-        self.problems_dirs = problems_dirs
         self.device = device
-        self.catalog = load_catalog(problems_dirs)
+        # the packs named, and those this folder remembers for the problems started in it (`start --problems-dir`)
+        self.catalog = with_remembered(problems_dirs, self._read(lambda st: [
+            Path(p) for p in dict.fromkeys(st.started_packs(self.dir).values())], []))
+        self.problems_dirs = [*(problems_dirs or []), *self.catalog.remembered] or None
         self._session = None
         self._session_lock = threading.Lock()
         self._bench: subprocess.Popen | None = None
