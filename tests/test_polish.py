@@ -338,3 +338,27 @@ def _attempts(home):
         return con.execute("SELECT * FROM attempts").fetchall()
     finally:
         con.close()
+
+
+CAUSAL_WITHOUT_DIAGONAL = """import math
+
+import torch
+
+
+def causal_attention(Q, K, V):
+    S = Q.shape[-2]
+    s = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    m = torch.ones(S, S, dtype=torch.bool, device=Q.device).tril(-1)  # the diagonal left out
+    return torch.softmax(s.masked_fill(~m, float("-inf")), -1) @ V
+"""
+
+
+def test_advice_shared_by_many_failing_cases_is_printed_once(cli, workdir):
+    """The classic tril(-1): every case fails with NaN at position 0 and the same advice. Each case keeps its own
+    first sentence (what was seen there); the advice is printed once, in the panel (it was under all 14 cases)."""
+    (workdir / "causal_attention.py").write_text(CAUSAL_WITHOUT_DIAGONAL)
+    r = cli("check", "causal_attention.py", "--problem", "causal_attention", "--seed", "1")
+    assert r.code == 1, r.text
+    flat = " ".join(r.out.replace("│", " ").split())
+    assert flat.count("NaN/inf come from exp() of large scores") == 1, r.out
+    assert flat.count("As explained below.") >= 10 and "only position 0 (of 6) is wrong" in flat, r.out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 
 from rich.console import Console
@@ -30,13 +31,22 @@ def report(con: Console, r: Report, *, display_file: str, pack: str | None = Non
         case_w = max(len(c.name) for c in r.cases)
         res_w = max(len(verdict_label(c.verdict.value)[1]) for c in r.cases)
         con.print(Text(f"   {'case':<{case_w}}  {'result':<{res_w}}  what it checks", style="bold"))
+        explained = _alike(_one_line(r.explained)) if r.explained else ""
+        seen: dict[str, str] = {}  # a long message shown once: the cases after it say whose it is
         for c in r.cases:
             cs, cl = verdict_label(c.verdict.value)
             mark = (g["pass"], "green") if c.passed else (g["skip"] if c.verdict is Verdict.NOT_RUN else g["fail"], cs)
             head = Text.assemble(mark, "  ", f"{c.name:<{case_w}}", "  ", (f"{cl:<{res_w}}", cs), "  ")
             _hanging(con, head, c.targets, "dim")
             if not c.passed and c.verdict is not Verdict.NOT_RUN and c.message:  # each failure with its own message
-                _hanging(con, Text(" " * (case_w + 5)), inert(_one_line(c)), "")
+                said, key = _one_line(c), _alike(_one_line(c))
+                if len(key) > 100 and (key == explained or key in seen):  # the same advice, other figures
+                    where = "explained below" if key == explained else f"under {seen[key]}"
+                    first = said.split(". ", 1)[0]
+                    said = f"{first}. As {where}." if first != said else f"As {where}."
+                else:
+                    seen.setdefault(key, c.name)
+                _hanging(con, Text(" " * (case_w + 5)), inert(said), "")
     if r.passed:
         con.print("[green]All hidden cases pass: outputs and gradients match the reference.[/green]")
         for said in r.advice:
@@ -108,6 +118,12 @@ def _names(names: list[str]) -> str:
         where = dts[0] if len(dts) == 1 else ", ".join(dts[:-1]) + " and " + dts[-1]
         said.append(f"{', '.join(bases)} in {where}")
     return "; ".join(said)
+
+
+def _alike(message: str) -> str:
+    """What a message advises: past its first sentence (what was seen, with its figures), without figures. Two cases
+    that fail the same way say the same advice."""
+    return re.sub(r"\d+(\.\d+)?(e-?\d+)?", "#", message.split(". ", 1)[-1])
 
 
 def _one_line(c) -> str:
