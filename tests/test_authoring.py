@@ -59,7 +59,10 @@ def test_new_scaffolds_a_problem_that_validates(cli, workdir):
     assert r.code == 2 and "Traceback" not in r.err, r.text
     assert (f"alibi was started in this directory from the problem pack {moved.resolve()}, which is no longer "
             "there: add --problems-dir PACK") in " ".join(r.err.split()), r.err
-    r = cli("check", "--problems-dir", str(workdir), cwd=learner)  # named where it is now
+    r = cli("check", "--problems-dir", str(workdir), cwd=learner)  # named where it is now, once
+    assert r.code == 1 and "Not implemented" in r.out, r.text
+    assert "this folder now remembers" in r.err, r.err
+    r = cli("check", cwd=learner)  # and remembered there from then on
     assert r.code == 1 and "Not implemented" in r.out, r.text
     assert cli("new", "alibi").code == 2  # never overwrites
 

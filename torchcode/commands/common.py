@@ -78,12 +78,32 @@ def learner_file(st: Store, spec: ProblemSpec, cwd: Path) -> Path:
 def problem_or_last(cat: Catalog, st: Store, problem: str | None, command: str) -> ProblemSpec:
     """``problem`` as typed, or (when left out) the problem started last in this directory, as for check."""
     if problem is not None:
-        return cat.get(problem)
-    last = shown_progress(lambda: st.last_started(Path.cwd()), None)
-    if last is None:
-        raise UsageError(f"nothing has been started in this directory: name the problem, "
-                         f"`torchcode {command} PROBLEM` (see `torchcode list`)")
-    return _started(cat, last[0], command)
+        spec = cat.get(problem)
+    else:
+        last = shown_progress(lambda: st.last_started(Path.cwd()), None)
+        if last is None:
+            raise UsageError(f"nothing has been started in this directory: name the problem, "
+                             f"`torchcode {command} PROBLEM` (see `torchcode list`)")
+        spec = _started(cat, last[0], command)
+    repoint(st, spec)
+    return spec
+
+
+def repoint(st: Store, spec: ProblemSpec) -> None:
+    """A problem started here from a pack that has moved, found now in a pack this command was given: the folder
+    remembers the new place (`check --problems-dir NEW` once, then `check` again)."""
+    from torchcode.paths import pack_to_record
+
+    old = shown_progress(lambda: st.started_packs(Path.cwd()), {}).get(spec.id)
+    new = pack_to_record(spec.pack)
+    if old is None or new is None or Path(old).is_dir():
+        return
+    try:
+        st.repoint_pack(Path.cwd(), spec.id, new)
+    except StoreError:
+        return  # read-only: the next command names the pack again
+    warn(f"{spec.id} was started here from the pack {old}, which is no longer there: this folder now remembers "
+         f"{display_path(new)}")
 
 
 def _started(cat: Catalog, pid: str, command: str) -> ProblemSpec:
@@ -94,7 +114,8 @@ def _started(cat: Catalog, pid: str, command: str) -> ProblemSpec:
             why = "is no longer there" if not Path(pack).is_dir() else (
                 f"cannot be loaded here ({cat.unloaded.get(pack, 'it no longer holds ' + pid)})")
             raise UsageError(f"{pid} was started in this directory from the problem pack {pack}, which {why}: add "
-                             f"--problems-dir PACK (`torchcode {command} --problems-dir PACK`) naming where it is now")
+                             f"--problems-dir PACK once (`torchcode {command} --problems-dir PACK`), naming where it is "
+                             "now, and this folder remembers that")
         raise UsageError(f"{pid} was started in this directory from a problem pack this command was not given: "
                          f"add --problems-dir PACK (`torchcode {command} --problems-dir PACK`), or once for this "
                          "shell: export TORCHCODE_PROBLEMS=PACK")
@@ -105,6 +126,7 @@ def resolve_target(cat: Catalog, st: Store, target: str | None, problem: str | N
                    command: str = "check", file: str | None = None) -> tuple[ProblemSpec, Path]:
     """``check`` / ``check gqa`` / ``check path.py --problem gqa`` / ``check gqa path.py`` -> (spec, file)."""
     spec, path = _target(cat, st, target, problem, command, file)
+    repoint(st, spec)
     if not path.exists() and not path.is_symlink():  # the file `start` wrote for this folder, deleted or moved since
         raise UsageError(f"no file {display_path(path)} to {command}: it was deleted or moved since `torchcode start "
                          f"{spec.id}`. `torchcode reset {spec.id}` writes the stub again, or name the file: "

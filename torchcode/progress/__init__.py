@@ -385,6 +385,11 @@ class Store:
                     "pack = excluded.pack",
                     (_key(directory), problem, _key(file), time.time(), None if pack is None else _key(pack)))
 
+    def repoint_pack(self, directory: Path, problem: str, pack: Path) -> None:
+        """The pack ``problem`` started in ``directory`` comes from is now ``pack`` (the old one moved)."""
+        self._write("UPDATE started SET pack = ? WHERE directory = ? AND problem = ?",
+                    (_key(pack), _key(directory), problem))
+
     def started_packs(self, directory: Path) -> dict[str, str]:
         """problem -> the pack it was started from in ``directory``, for problems started from a pack, the latest
         started first."""
