@@ -44,7 +44,9 @@ def run(target: str | None, problem: str | None, limits, dtype: str, sizes: list
             command = f"{spec.id}{pack}" if own else f"{shlex.quote(display_path(path))} --problem {spec.id}{pack}"
             if dtype != "float32" or limits.device != "cpu":  # graded as bench graded it
                 command += f" --device {limits.device} --dtype {dtype}"
-            err_console().print(inert(f"{display_path(path)} is not accepted ({what}: {graded.message}). "
+            said = graded.message.rstrip(".")
+            said = said if said.lower().startswith(what) else f"{what}: {said}"  # "not implemented yet: ..." once
+            err_console().print(inert(f"{display_path(path)} is not accepted ({said}). "
                                       f"Only correct kernels are benchmarked: run `torchcode check {command}` first."),
                                 markup=False, highlight=False)
             return 1
