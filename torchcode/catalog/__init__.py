@@ -20,6 +20,7 @@ __all__ = ["Catalog", "ProblemSpec", "load_catalog"]
 class Catalog:
     problems: dict[str, ProblemSpec] = field(default_factory=dict)
     broken: dict[str, SpecError] = field(default_factory=dict)  # id (folder name) -> why it cannot load
+    named: list[Path] = field(default_factory=list)  # the packs named (--problems-dir, TORCHCODE_PROBLEMS), as given
     remembered: list[Path] = field(default_factory=list)  # packs added because a folder remembers them (not named)
     unloaded: dict[str, str] = field(default_factory=dict)  # a remembered pack left out -> why
 
@@ -112,5 +113,5 @@ def with_remembered(problems_dirs: list[Path] | None, remembered: list[Path]) ->
             continue
         added.append(pack)
         have.add(pack.resolve())
-    cat.remembered, cat.unloaded = added, unloaded
+    cat.remembered, cat.unloaded, cat.named = added, unloaded, paths.extra_packs(problems_dirs)
     return cat

@@ -85,17 +85,19 @@ def problem_or_last(cat: Catalog, st: Store, problem: str | None, command: str) 
             raise UsageError(f"nothing has been started in this directory: name the problem, "
                              f"`torchcode {command} PROBLEM` (see `torchcode list`)")
         spec = _started(cat, last[0], command)
-    repoint(st, spec)
+    repoint(st, spec, cat.named)
     return spec
 
 
-def repoint(st: Store, spec: ProblemSpec) -> None:
+def repoint(st: Store, spec: ProblemSpec, named: list[Path] = ()) -> None:
     """A problem started here from a pack that has moved, found now in a pack this command was given: the folder
-    remembers the new place (`check --problems-dir NEW` once, then `check` again)."""
+    remembers the new place (`check --problems-dir NEW` once, then `check` again), by the path given (``named``:
+    the packs as the command named them; a symlink stays a symlink)."""
     from torchcode.paths import pack_to_record
 
     old = shown_progress(lambda: st.started_packs(Path.cwd()), {}).get(spec.id)
-    new = pack_to_record(spec.pack)
+    given = next((p for p in named if p.expanduser().resolve() == spec.pack.resolve()), spec.pack)
+    new = pack_to_record(given.expanduser())
     if old is None or new is None or Path(old).is_dir():
         return
     try:
@@ -126,7 +128,7 @@ def resolve_target(cat: Catalog, st: Store, target: str | None, problem: str | N
                    command: str = "check", file: str | None = None) -> tuple[ProblemSpec, Path]:
     """``check`` / ``check gqa`` / ``check path.py --problem gqa`` / ``check gqa path.py`` -> (spec, file)."""
     spec, path = _target(cat, st, target, problem, command, file)
-    repoint(st, spec)
+    repoint(st, spec, cat.named)
     if not path.exists() and not path.is_symlink():  # the file `start` wrote for this folder, deleted or moved since
         raise UsageError(f"no file {display_path(path)} to {command}: it was deleted or moved since `torchcode start "
                          f"{spec.id}`. `torchcode reset {spec.id}` writes the stub again, or name the file: "

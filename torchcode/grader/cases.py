@@ -234,8 +234,9 @@ class Case:
     init: dict | None = None  # module constructor keyword arguments
     checks: list[Same] = field(default_factory=list)
     grad: bool = True  # also grade gradients w.r.t. float inputs and parameters
-    compare_grads: bool = True  # False (with grad=True): backward runs, as a training step does, but its gradients
-    #                             are random (dropout) and not compared; a backward that fails is still a verdict
+    compare_grads: bool = True  # False (with grad=True): a training step with dropout: the batch holds copies of one
+    #                             input, which share one output gradient; the gradients, random, are compared summed
+    #                             over the copies, in expectation (docs/authoring.md); a failing backward is a verdict
     max_intermediate: int | None = None  # no tensor made during a call may hold this many elements
     intermediate_hint: str = ""  # what such a tensor is, e.g. "the full S x S score matrix"
     max_reduction: int | None = None  # no single op may combine this many values into one (softmax, sum, max, matmul)

@@ -197,7 +197,8 @@ class Problem:
             if not c.compare_grads and out.dim() > 0:  # the case's batch holds copies of one input, each with its own
                 # dropout draw: one output gradient for every copy, so that the gradients, summed over the copies,
                 # estimate their expectation (ungraded outputs included: there, ungraded means random)
-                return rng.randn(1, *out.shape[1:]).expand(out.shape).clone()
+                return rng.randn(1, *out.shape[1:], scale=0.125).expand(out.shape).clone()  # summed over 2048 copies:
+                # an eighth keeps the weights' gradients far within float16's range
             cot = rng.randn(*out.shape)
             if (step, path) in ignore:
                 cot = cot.masked_fill(ignore[(step, path)].expand(out.shape), 0.0)

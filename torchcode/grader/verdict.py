@@ -529,9 +529,9 @@ EXPECTED_GRAD_ERR = 0.25  # a random gradient's distance from the reference's ow
 def _grads_in_expectation(p: Prepared, in_grads: dict, p_grads: dict) -> str:
     """Gradients that are random (a training step with dropout; ``Case(compare_grads=False)``, whose batch holds
     copies of one input and whose outputs share one output gradient over the copies): every gradient the reference
-    has must be there, of its shape and finite, and each, summed over the copies (a weight's already is; an
-    input's over dim 0), within 25% of the reference's own draw: both estimate one expectation (a correct layer's
-    is within 7% on 2048 copies). '' when they are."""
+    has must be there, of its shape and finite, and in float32 each, summed over the copies (a weight's already is;
+    an input's over dim 0), within 25% of the reference's own draw: both estimate one expectation (a correct layer's
+    is about 6% off on 2048 copies, at most 13% over 1000 seeds). '' when they are."""
     named = [(f"gradient of {p.leaf_labels[i]}", in_grads.get(i), g, True) for i, g in p.gold.input_grads.items()]
     named += [(f"gradient of {n}", p_grads.get(n), g, False) for n, g in p.gold.param_grads.items()]
     for what, got, gold, _ in named:
@@ -542,6 +542,8 @@ def _grads_in_expectation(p: Prepared, in_grads: dict, p_grads: dict) -> str:
                     "connected to autograd through dropout (F.dropout or nn.Dropout, never on .data, never detached)")
         if not torch.isfinite(got.tensor).all():
             return f"in this training step the {what} is not finite (inf or NaN)"
+    if p.header.get("dtype") not in ("float32", "float64"):  # semantics in float32; low precision: robustness only
+        return ""  # (autograd sums a weight's gradient in its own dtype: 2048 bfloat16 additions lose too much)
     sums = [(what, got.tensor.double(), gold.double()) for what, got, gold, _ in named if gold is not None]
     sums = [(w, a.sum(0) if per_copy and a.dim() else a, b.sum(0) if per_copy and b.dim() else b)
             for (w, a, b), (_, _, _, per_copy) in zip(sums, [x for x in named if x[2] is not None])]

@@ -42,9 +42,8 @@ def report(con: Console, r: Report, *, display_file: str, pack: str | None = Non
                 said, key = _one_line(c), _alike(_one_line(c))
                 if len(key) > 100 and (key == explained or key in seen):  # the same advice, other figures
                     where = "explained below" if key == explained else f"under {seen[key]}"
-                    first = said.split(". ", 1)[0]
-                    said = f"{first}. As {where}." if first != said else f"As {where}."
-                else:
+                    said = f"{said.partition('. ')[0]}. As {where}."
+                elif key:
                     seen.setdefault(key, c.name)
                 _hanging(con, Text(" " * (case_w + 5)), inert(said), "")
     if r.passed:
@@ -121,9 +120,13 @@ def _names(names: list[str]) -> str:
 
 
 def _alike(message: str) -> str:
-    """What a message advises: past its first sentence (what was seen, with its figures), without figures. Two cases
-    that fail the same way say the same advice."""
-    return re.sub(r"\d+(\.\d+)?(e-?\d+)?", "#", message.split(". ", 1)[-1])
+    """What a message advises past its first sentence (what was seen there, with its figures), its standalone
+    figures left out (not those in a name: float16, x (call 2) keep theirs): two cases that fail the same way say
+    the same advice. '' for a message of one sentence, which is all its own."""
+    first, _, rest = message.partition(". ")
+    if not rest or first.endswith(("e.g", "i.e")):
+        return ""
+    return re.sub(r"(?<![\w\[.(])(?<!call )(?<!head )\d+(\.\d+)?(e-?\d+)?(?![\w\]])", "#", rest)
 
 
 def _one_line(c) -> str:
