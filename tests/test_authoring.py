@@ -59,6 +59,9 @@ def test_new_scaffolds_a_problem_that_validates(cli, workdir):
     assert r.code == 2 and "Traceback" not in r.err, r.text
     assert (f"alibi was started in this directory from the problem pack {moved.resolve()}, which is no longer "
             "there: add --problems-dir PACK") in " ".join(r.err.split()), r.err
+    for args in (("check", "alibi"), ("hint", "alibi"), ("check", "alibi.py")):  # named, not "no problem named"
+        r = cli(*args, cwd=learner)
+        assert r.code == 2 and "was started in this directory from the problem pack" in r.err, (args, r.text)
     r = cli("check", "--problems-dir", str(workdir), cwd=learner)  # named where it is now, once
     assert r.code == 1 and "Not implemented" in r.out, r.text
     assert "this folder now remembers" in r.err, r.err

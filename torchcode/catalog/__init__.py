@@ -23,6 +23,7 @@ class Catalog:
     named: list[Path] = field(default_factory=list)  # the packs named (--problems-dir, TORCHCODE_PROBLEMS), as given
     remembered: list[Path] = field(default_factory=list)  # packs added because a folder remembers them (not named)
     unloaded: dict[str, str] = field(default_factory=dict)  # a remembered pack left out -> why
+    moved: dict[str, str] = field(default_factory=dict)  # a problem started here whose remembered pack is left out
 
     def ordered(self) -> list[ProblemSpec]:
         return sorted(self.problems.values(), key=lambda p: (p.order, p.id))
@@ -38,6 +39,9 @@ class Catalog:
         if problem_id.strip().isdigit():
             raise UsageError(f"there is no problem number {problem_id.strip()}: `torchcode list` numbers them "
                              f"from 1 to {len(self.problems)}")
+        if problem_id in self.moved:  # not "no problem named": the folder knows where it came from
+            raise UsageError(f"{problem_id} was started in this directory from the problem pack {self.moved[problem_id]}"
+                             ": add --problems-dir PACK once, naming where it is now, and this folder remembers that")
         raise ProblemNotFound(problem_id, sorted(self.problems))
 
     def find(self, text: str) -> str | None:
@@ -92,7 +96,8 @@ def load_catalog(problems_dirs: list[Path] | None = None, *, builtin: bool = Tru
     return catalog
 
 
-def with_remembered(problems_dirs: list[Path] | None, remembered: list[Path]) -> Catalog:
+def with_remembered(problems_dirs: list[Path] | None, remembered: list[Path],
+                    started: dict[str, str] | None = None) -> Catalog:
     """``load_catalog(problems_dirs)`` plus each pack of ``remembered`` (the packs a folder's problems were started
     from, the latest first) that can join it; one that has moved, or holds an id another pack has, is left out alone
     (``Catalog.unloaded`` says why). The built-in course and packs already in are skipped."""
@@ -114,4 +119,8 @@ def with_remembered(problems_dirs: list[Path] | None, remembered: list[Path]) ->
         added.append(pack)
         have.add(pack.resolve())
     cat.remembered, cat.unloaded, cat.named = added, unloaded, paths.extra_packs(problems_dirs)
+    for pid, pack in (started or {}).items():  # problem -> the pack it was started from here
+        if pid not in cat.problems and pack in unloaded:
+            cat.moved[pid] = f"{pack}, which " + ("is no longer there" if unloaded[pack] == "it is no longer there"
+                                                 else f"cannot be loaded here ({unloaded[pack]})")
     return cat

@@ -21,20 +21,20 @@ def catalog(problems_dirs: list[Path] | None) -> Catalog:
     alone, and why is kept for the message that needs it (``Catalog.unloaded``)."""
     from torchcode.catalog import with_remembered
 
-    cat = with_remembered(problems_dirs, packs_started_in(Path.cwd()))
+    started = _started_packs(Path.cwd())
+    cat = with_remembered(problems_dirs, list(dict.fromkeys(map(Path, started.values()))), started)
     if cat.broken:
         for pid, err in sorted(cat.broken.items()):
             warn(f"problem '{pid}' is skipped: {err}")
     return cat
 
 
-def packs_started_in(directory: Path) -> list[Path]:
-    """The packs of the problems started in ``directory``, the latest started first, each once."""
+def _started_packs(directory: Path) -> dict[str, str]:
+    """problem -> the pack it was started from in ``directory``, the latest started first."""
     try:
-        packs = Store().started_packs(directory)
+        return Store().started_packs(directory)
     except (StoreError, OSError):
-        return []  # the progress read that follows says what is wrong with the store
-    return list(dict.fromkeys(map(Path, packs.values())))
+        return {}  # the progress read that follows says what is wrong with the store
 
 
 def store() -> Store:
@@ -180,6 +180,8 @@ def _target(cat: Catalog, st: Store, target: str | None, problem: str | None,
                 raise UsageError(f"{target} is not a regular file (a pipe or a device): name the .py file you edit")
             raise UsageError(f"no such file: {target}{_did_you_mean(as_path)}")
         pid = problem or (None if as_path.stem.isdigit() else cat.find(as_path.stem))  # a list number is no file name
+        if pid is None and as_path.stem in cat.moved:  # started here from a pack that has moved: say that
+            cat.get(as_path.stem)
         if pid is None:
             raise UsageError(f"cannot tell which problem {target} solves: add --problem PROBLEM")
         return cat.get(pid), as_path.resolve()
