@@ -46,6 +46,9 @@ def test_new_scaffolds_a_problem_that_validates(cli, workdir):
     elsewhere.mkdir()
     r = cli("check", "alibi_layer", cwd=elsewhere)
     assert r.code == 2 and "no problem named 'alibi_layer'" in r.err, r.text
+    r = cli("status", cwd=elsewhere)  # its attempts are not lost, nor silently left out
+    assert r.code == 0 and "Not shown: alibi_layer, checked before from a problem pack not loaded here" in " ".join(
+        r.out.split()), r.out
     # the pack moved: said so by name, not "no problem named"
     learner = workdir / "learner"
     learner.mkdir()
