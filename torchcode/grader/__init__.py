@@ -4,6 +4,7 @@ Layout:
   result.py    verdicts and reports (plain data, no torch)
   cases.py     the author API for hidden cases
   sandbox.py   zygote + worker processes, limits, reaping
+  startup.py   how a worker gets ready: limits, device, then confinement (before any learner code)
   worker.py    the sandboxed side: load the learner's file, run calls under guards
   guards.py    forbidden calls, escape hatches, largest intermediate
   execute.py   one case program run on an entry point (shared by both sides)
