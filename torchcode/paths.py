@@ -32,6 +32,13 @@ def pack_to_record(pack: Path) -> Path | None:
     return Path(os.path.abspath(pack))
 
 
+def pack_as_named(pack: Path, named: list[Path]) -> Path | None:
+    """``pack_to_record`` of ``pack`` (a loaded problem's, resolved) under the name a command gave it in ``named``
+    (its --problems-dir and TORCHCODE_PROBLEMS entries), so a symlink stays a symlink."""
+    given = next((p for p in named if Path(p).expanduser().resolve() == Path(pack).resolve()), pack)
+    return pack_to_record(Path(given).expanduser())
+
+
 def extra_packs(cli_dirs: list[Path] | None = None) -> list[Path]:
     """Problem packs from ``--problems-dir`` and the ``TORCHCODE_PROBLEMS`` path list."""
     packs = [Path(p) for p in (cli_dirs or [])]

@@ -93,11 +93,10 @@ def repoint(st: Store, spec: ProblemSpec, named: list[Path] = ()) -> None:
     """A problem started here from a pack that has moved, found now in a pack this command was given: the folder
     remembers the new place (`check --problems-dir NEW` once, then `check` again), by the path given (``named``:
     the packs as the command named them; a symlink stays a symlink)."""
-    from torchcode.paths import pack_to_record
+    from torchcode.paths import pack_as_named
 
     old = shown_progress(lambda: st.started_packs(Path.cwd()), {}).get(spec.id)
-    given = next((p for p in named if p.expanduser().resolve() == spec.pack.resolve()), spec.pack)
-    new = pack_to_record(given.expanduser())
+    new = pack_as_named(spec.pack, named)
     if old is None or new is None or Path(old).is_dir():
         return
     try:

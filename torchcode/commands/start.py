@@ -18,10 +18,9 @@ from torchcode.scaffold import write_stub
 def _named_pack(spec, problems_dirs: list[Path] | None) -> Path | None:
     """The pack ``spec`` comes from as it was named (--problems-dir, else TORCHCODE_PROBLEMS), absolute but not
     resolved; None for the built-in course."""
-    from torchcode.paths import extra_packs, pack_to_record
+    from torchcode.paths import extra_packs, pack_as_named
 
-    named = next((p for p in extra_packs(problems_dirs) if p.expanduser().resolve() == spec.pack.resolve()), spec.pack)
-    return pack_to_record(named.expanduser())
+    return pack_as_named(spec.pack, extra_packs(problems_dirs))
 
 
 def _remember(spec, path: Path, problems_dirs: list[Path] | None = None) -> bool:
