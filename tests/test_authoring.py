@@ -242,3 +242,22 @@ def test_a_folder_remembers_a_pack_by_the_path_given_and_leaves_out_one_that_cla
     for args in (("check",), ("hint",), ("hint", "good_attention")):
         r = cli(*args)
         assert r.code in (0, 1) and "Traceback" not in r.err and "no problem named" not in r.err, (args, r.text)
+
+
+def test_a_file_named_from_outside_its_folder_says_which_pack_that_folder_remembers(cli, workdir, tmp_path):
+    """`check student/good_attention.py` from the parent: the problem's pack is remembered by student/, not here.
+    The message names that pack and the two ways on, not only --problem (which would then say 'no problem')."""
+    shutil.copytree(PACK, tmp_path / "pack")
+    student = workdir / "student"
+    student.mkdir()
+    assert cli("start", "good_attention", "--problems-dir", str(tmp_path / "pack"), cwd=student).code == 0
+    r = cli("check", "student/good_attention.py")
+    said = " ".join(r.err.split())
+    assert r.code == 2 and "Traceback" not in r.text, r.text
+    assert (f"good_attention was started in student from the problem pack {tmp_path / 'pack'}. Run `torchcode check` "
+            f"in that folder, or add --problems-dir {tmp_path / 'pack'}") in said, said
+    r = cli("check", "student/good_attention.py", "--problems-dir", str(tmp_path / "pack"))
+    assert r.code == 1 and "Not implemented" in r.out, r.text  # and the way it names works
+    (workdir / "other.py").write_text("x = 1\n")
+    r = cli("check", "other.py")
+    assert r.code == 2 and "cannot tell which problem other.py solves: add --problem PROBLEM" in r.err, r.text

@@ -182,7 +182,7 @@ def _target(cat: Catalog, st: Store, target: str | None, problem: str | None,
         if pid is None and as_path.stem in cat.moved:  # started here from a pack that has moved: say that
             cat.get(as_path.stem)
         if pid is None:
-            raise UsageError(f"cannot tell which problem {target} solves: add --problem PROBLEM")
+            raise UsageError(f"cannot tell which problem {target} solves: " + _started_elsewhere(as_path, command))
         return cat.get(pid), as_path.resolve()
     spec = cat.get(target)
     if problem and cat.get(problem).id != spec.id:
@@ -192,6 +192,17 @@ def _target(cat: Catalog, st: Store, target: str | None, problem: str | None,
         raise UsageError(f"no file {display_path(path)} to {command}. Run `torchcode start {spec.id}` first, "
                          f"or `torchcode {command} FILE --problem {spec.id}`.")
     return spec, path
+
+
+def _started_elsewhere(path: Path, command: str) -> str:
+    """What to add when a file names no problem loaded here: the pack it was started from in its own folder
+    (`check student/x.py` run from the parent of a folder that remembers its pack), else --problem."""
+    folder = path.resolve().parent
+    pack = _started_packs(folder).get(path.stem) if folder != Path.cwd().resolve() else None
+    if pack is None:
+        return "add --problem PROBLEM"
+    return (f"{path.stem} was started in {display_path(folder)} from the problem pack {pack}. Run `torchcode {command}` "
+            f"in that folder, or add --problems-dir {pack}")
 
 
 def _a_folder(cat: Catalog, folder: Path, typed: str, command: str) -> str:
