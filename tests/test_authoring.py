@@ -29,6 +29,8 @@ def test_new_scaffolds_a_problem_that_validates(cli, workdir):
     assert r.code == 0, r.out
     assert "All 2 problems are valid" in r.out
     assert 'The "ALiBi" layer \\ biases' in cli("list", "--problems-dir", ".").out
+    # listed in the order written: each new problem comes after the pack's others (all got 500: sorted by id)
+    assert "order = 510" in (workdir / "problems" / "alibi_layer" / "problem.toml").read_text()
     # the new problem is served like a built-in one
     r = cli("start", "alibi_layer", "--problems-dir", ".")
     assert r.code == 0 and "class AlibiLayer(nn.Module)" in (workdir / "alibi_layer.py").read_text()

@@ -48,7 +48,7 @@ def new_problem(problem_id: str, kind: str, pack: Path, title: str | None = None
     existing = [p for p in targets.values() if p.exists()]
     if existing:
         raise UsageError(f"not overwriting existing files: {', '.join(map(str, existing))}")
-    values = {"id": problem_id, "name": entry_name(problem_id, kind),
+    values = {"id": problem_id, "name": entry_name(problem_id, kind), "order": str(_next_order(pack)),
               "title": title or problem_id.replace("_", " ").title()}
     for src, dst in targets.items():
         src += ".tmpl" if src.endswith(".py") else ""  # skeleton sources are not importable Python
@@ -57,6 +57,22 @@ def new_problem(problem_id: str, kind: str, pack: Path, title: str | None = None
         dst.parent.mkdir(parents=True, exist_ok=True)
         dst.write_text(text, encoding="utf-8")
     return Created(pack, list(targets.values()))
+
+
+def _next_order(pack: Path, first: int = 500, step: int = 10) -> int:
+    """After the pack's problems in the recommended order (each new problem used to get 500: `list` then sorted them
+    by id, not in the order they were written). A problem.toml that cannot be read is skipped: validate names it."""
+    import tomllib
+
+    orders = []
+    for toml in (pack / "problems").glob("*/problem.toml"):
+        try:
+            order = tomllib.loads(toml.read_text(encoding="utf-8")).get("order")
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            continue
+        if isinstance(order, int) and not isinstance(order, bool):
+            orders.append(order)
+    return max(first, max(orders, default=first - step) + step)
 
 
 def _comments_aligned(toml: str, column: int = 36) -> str:
