@@ -123,11 +123,16 @@ def test_solution_needs_confirmation_until_solved(cli, workdir):
 def test_show_renders_statement(cli):
     r = cli("show", "sdpa")
     assert r.code == 0
-    assert "Scaled Dot-Product Attention" in r.out and "scaled_dot_product_attention(Q, K, V, mask)" in r.out
+    assert "Scaled Dot-Product Attention" in r.out and "scaled_dot_product_attention(Q, K, V, mask=None)" in r.out
     assert "Forbidden" in r.out
     assert "torchcode bench sdpa times" in " ".join(r.out.split())  # sdpa has a benchmark; rope has none
     r = cli("show", "rope")
     assert r.code == 0 and "torchcode bench" not in r.out
+    # the entry point as the stub declares it: which arguments a caller may leave out
+    assert "entry point: apply_rope(q, k, base=10000.0)" in " ".join(r.out.replace("│", "").split()), r.out
+    r = cli("show", "minimind_attention")
+    assert ("forward(self, x, position_embeddings, past_key_value=None, use_cache=False, attention_mask=None)"
+            in " ".join(r.out.replace("│", "").split())), r.out
 
 
 def test_usage_errors_exit_2_with_one_message(cli, workdir):

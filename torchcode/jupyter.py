@@ -248,10 +248,12 @@ def _show_statement(problem: str) -> None:
 
     from torchcode.commands.common import catalog
 
+    from torchcode.scaffold import entry_signature
+
     spec = catalog(None).get(problem)
     forbidden = ", ".join(f"`{f}`" for f in spec.forbidden) or "nothing"
     display(Markdown(f"{spec.statement().rstrip()}\n\n---\n*{spec.difficulty}* · tags: {', '.join(spec.tags)} · "
-                     f"implement `{spec.entry.signature()}` · forbidden here: {forbidden}"))
+                     f"implement `{entry_signature(spec)}` · forbidden here: {forbidden}"))
 
 
 def _status() -> None:

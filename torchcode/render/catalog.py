@@ -83,8 +83,10 @@ def statement(con: Console, p: ProblemSpec, revealed: int) -> None:
     from rich.panel import Panel
     from rich.text import Text
 
+    from torchcode.scaffold import entry_signature
+
     meta = Text.assemble(("difficulty: ", "dim"), (p.difficulty, DIFF_STYLE.get(p.difficulty, "")),
-                         ("   tags: ", "dim"), ", ".join(p.tags), ("   entry point: ", "dim"), p.entry.signature())
+                         ("   tags: ", "dim"), ", ".join(p.tags), ("   entry point: ", "dim"), entry_signature(p))
     text = p.statement()
     con.print(Panel(Group(meta, Markdown(text)), title=f"[bold]{p.id}[/bold]: {p.title}", expand=True))
     if not re.search(r"^#+\s*Forbidden", text, re.M | re.I):  # the statement's own section says it once

@@ -64,6 +64,28 @@ def _render_stub(spec: ProblemSpec, header: str | None = None) -> str:
     return text
 
 
+def entry_signature(spec: ProblemSpec) -> str:
+    """The entry point as the stub declares it, defaults included (``forward(self, x, past_key_value=None, ...)``:
+    which arguments a caller may leave out); problem.toml's names alone where the stub cannot be read."""
+    import ast
+
+    e = spec.entry
+    try:
+        tree = ast.parse(render_stub(spec))
+    except (SpecError, SyntaxError, OSError, ValueError):
+        return e.signature()
+    defs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    found = defs.get(e.name)
+    if e.is_module and isinstance(found, ast.ClassDef):
+        methods = {n.name: n for n in found.body if isinstance(n, ast.FunctionDef)}
+        if "__init__" in methods and "forward" in methods:
+            return (f"class {e.name}(nn.Module): __init__({ast.unparse(methods['__init__'].args)}); "
+                    f"forward({ast.unparse(methods['forward'].args)})")
+    elif not e.is_module and isinstance(found, ast.FunctionDef):
+        return f"{e.name}({ast.unparse(found.args)})"
+    return e.signature()
+
+
 @dataclass
 class Written:
     path: Path

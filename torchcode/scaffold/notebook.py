@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from torchcode.catalog.spec import ProblemSpec
-from torchcode.scaffold import _render_stub, docstring
+from torchcode.scaffold import _render_stub, docstring, entry_signature
 
 MAGIC = "%%torchcode"
 
@@ -26,10 +26,9 @@ def _cell(cell_id: str, kind: str, text: str) -> dict:
 def render_notebook(spec: ProblemSpec) -> str:
     from torchcode.paths import builtin_pack
 
-    e = spec.entry
     pack = spec.pack.resolve()  # a problem from a pack: the notebook's kernel (and its grading session) needs it too
     load = ("" if pack == builtin_pack().resolve() else f"%env TORCHCODE_PROBLEMS={pack}\n") + "%load_ext torchcode"
-    about = (f"*{spec.difficulty}* · tags: {', '.join(spec.tags)} · implement `{e.signature()}`"
+    about = (f"*{spec.difficulty}* · tags: {', '.join(spec.tags)} · implement `{entry_signature(spec)}`"
              + (f" · forbidden here: {', '.join(f'`{f}`' for f in spec.forbidden)}" if spec.forbidden else ""))
     how = (f"**How to work here.** Run the next cell once to load torchcode. Then fill in the cell after it and run "
            f"it: the `{MAGIC} {spec.id}` line grades the cell's code on hidden cases in a separate sandbox "

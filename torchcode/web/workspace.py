@@ -104,10 +104,12 @@ class Workspace:
     def problem(self, pid: str) -> dict:
         from torchcode.web.markup import statement_html
 
+        from torchcode.scaffold import entry_signature
+
         spec = self.spec(pid)
         revealed = self._read(lambda st: st.hints_revealed(spec.id), 0)
         return {"id": spec.id, "title": spec.title, "difficulty": spec.difficulty, "topic": spec.topic,
-                "tags": list(spec.tags), "signature": spec.entry.signature(), "forbidden": list(spec.forbidden),
+                "tags": list(spec.tags), "signature": entry_signature(spec), "forbidden": list(spec.forbidden),
                 "statement_html": statement_html(spec.statement()),
                 "hints": self._hints(spec, revealed), "hints_total": len(spec.hints),
                 "solved": self._read(lambda st: st.is_solved(spec.id), False),
