@@ -591,6 +591,43 @@ def test_a_folder_named_like_another_students_feedback_file_cannot_take_it(tmp_p
             f"Feedback for {s} (")
 
 
+def test_folder_names_that_mimic_an_escaped_name_or_overflow_a_file_name_keep_their_own_rows(tmp_path):
+    """A folder that is not UTF-8 (b'bad\\xffname') is shown escaped with a hash of its bytes; a classmate's folder
+    named exactly that took its row (the gradebook's key) and the two merged into one. A folder name of 250 bytes
+    made a feedback file name over 255: the whole run stopped with a traceback, and nobody got feedback."""
+    import hashlib
+
+    klass = tmp_path / "class"
+    klass.mkdir()
+    raw = b"bad\xffname"
+    mimic = "bad\\xffname-" + hashlib.sha256(raw).hexdigest()[:8]
+    long_name = "Jane Long Name " * 16 + "x" * 10  # 250 characters
+    wrong = (ROOT / "problems" / "sdpa" / "wrong" / "additive_bool_mask.py").read_bytes()
+    right = (ROOT / "solutions" / "sdpa.py").read_bytes()
+    for folder, source in ((os.path.join(bytes(klass), raw), wrong), (bytes(klass / mimic), right),
+                           (bytes(klass / long_name), right)):
+        os.mkdir(folder)
+        with open(os.path.join(folder, b"sdpa.py"), "wb") as f:
+            f.write(source)
+    p = grade_cli("class", "--problems", "sdpa", "--out", "out", "--workers", "1", "--device", "cpu", "--seed", "5",
+                  "--feedback", "summary", home=tmp_path / "home", cwd=tmp_path)
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stdout + p.stderr
+    sheet = grades(tmp_path / "out")
+    assert len(sheet) == 3, sheet
+    assert sheet[(mimic, "sdpa")]["verdict"] == "accepted" and sheet[(long_name, "sdpa")]["verdict"] == "accepted"
+    (escaped,) = [s for s, _ in sheet if s not in (mimic, long_name)]
+    assert escaped.startswith("bad\\xffname-") and sheet[(escaped, "sdpa")]["verdict"] == "wrong_answer", sheet
+    assert sheet[(escaped, "sdpa")]["sha256"] == hashlib.sha256(wrong).hexdigest()
+    given = json.loads((tmp_path / "out" / "grades.json").read_text())["feedback_files"]
+    assert sorted(given) == sorted([escaped, mimic, long_name]), given
+    for student, f in given.items():
+        path = tmp_path / "out" / f
+        assert len(path.name.encode()) <= 255 and path.read_text().startswith(f"Feedback for {student} ("), f
+    rerun = grade_cli("class", "--problems", "sdpa", "--out", "out", "--workers", "1", "--device", "cpu", "--seed", "5",
+                      "--feedback", "summary", home=tmp_path / "home", cwd=tmp_path)
+    assert rerun.returncode == 0 and grades(tmp_path / "out") == sheet, rerun.stdout + rerun.stderr  # names are stable
+
+
 def test_a_hostile_zip_skips_what_it_cannot_unpack_and_grades_the_rest(tmp_path):
     """Members that cannot be unpacked (a name that is a file and a folder, a corrupt member) are listed
     as skipped; the class is graded, never a traceback."""

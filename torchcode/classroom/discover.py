@@ -106,7 +106,9 @@ def discover(source: Path, problems: list[str], unpack_to: Path, skip: Path | No
     found = Discovery(root=root, unknown=unknown)
     wanted = set(problems)
     skip = skip.resolve() if skip is not None else None
-    for entry in sorted(root.iterdir()):
+    entries = sorted(root.iterdir())
+    taken = {e.name for e in entries if text_name(e.name) == e.name}  # names no escaping changes: kept as they are
+    for entry in entries:
         if entry.name.startswith(".") and entry.name not in IGNORED and _holds_submission(entry, wanted, skip):
             found.unknown.append(f"{_rel(entry, source)}/: a hidden folder (its name starts with '.'): not graded; "
                                  "rename it if it is a student's")
@@ -130,7 +132,8 @@ def discover(source: Path, problems: list[str], unpack_to: Path, skip: Path | No
         if earlier:  # an earlier run's --out among the students: not a student
             found.unknown.append(f"{_rel(entry, source)}/: an earlier `torchcode grade` output (--out), not a student")
             continue
-        student = text_name(entry.name)
+        student = text_name(entry.name, taken)
+        taken.add(student)
         has_any, hashed = False, {}  # the folder's files are read once for all its submissions' digests
         for f in files:
             why = _why_not(f, wanted, set(known))
@@ -358,13 +361,22 @@ def _member_name(info: zipfile.ZipInfo) -> str:
         return info.filename
 
 
-def text_name(name: str) -> str:
+def text_name(name: str, taken: set[str] = frozenset()) -> str:
     """A student's name as text every output can hold: a folder name that is not UTF-8 (its bytes read as lone
     surrogates) is written escaped with a short hash of its bytes, ``bad\\xffname-1f2e3d4c`` (the gradebook,
-    grades.csv and the terminal would refuse it; the hash keeps it apart from a folder named with a backslash)."""
+    grades.csv and the terminal would refuse it; the hash keeps it apart from a folder named with a backslash).
+    ``taken``: the names already in use (the class's own folder names among them): a folder may be named exactly
+    like another's escaped name, and two students never share a row."""
     raw = name.encode("utf-8", "surrogateescape")
     text = raw.decode("utf-8", "backslashreplace")
-    return text if text == name else f"{text}-{hashlib.sha256(raw).hexdigest()[:8]}"
+    if text == name:
+        return name
+    digest, n = hashlib.sha256(raw).hexdigest(), 0
+    escaped = f"{text}-{digest[:8]}"
+    while escaped in taken:
+        n += 1
+        escaped = f"{text}-{hashlib.sha256(raw + b'#%d' % n).hexdigest()[:16]}"
+    return escaped
 
 
 def _holds_submission(entry: Path, wanted: set[str], skip: Path | None) -> bool:

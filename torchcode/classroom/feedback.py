@@ -179,11 +179,16 @@ def _digest(name: str) -> str:
     return hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()
 
 
+NAME_BYTES = 120  # of a feedback file's name kept from the folder's: file systems stop at 255 (with hashes and .txt)
+
+
 def _safe(name: str) -> str:
-    """A file name for a student: their folder's name, or (when that needs changing) a cleaned one with a
-    short hash of the original, so two students never share a feedback file."""
+    """A file name for a student: their folder's name, or (when that needs changing: characters a file name should
+    not hold, or longer than NAME_BYTES) a cleaned, shortened one with a short hash of the original, so two
+    students never share a feedback file."""
     safe = "".join(c if c.isalnum() or c in "-_.@" else "_" for c in name).lstrip(".")
-    return safe if safe == name else f"{safe}-{_digest(name)[:8]}"
+    short = safe.encode("utf-8", "surrogateescape")[:NAME_BYTES].decode("utf-8", "ignore")
+    return safe if safe == name and short == safe else f"{short}-{_digest(name)[:8]}"
 
 
 def summary(con: Console, entries: list[Entry], problems: list[str], *, most: int = 8, bench: bool = False) -> None:
