@@ -56,6 +56,12 @@ def more_queries(rng):
     return cross(rng, 32, 4, B=2, Sq=9, Skv=4)
 
 
+@case(targets="a long encoder memory (147 tokens, a multiple of no tile size): every memory token counts, and a "
+              "softmax taken over the memory in chunks rescales both its running sum and its output")
+def long_memory(rng):
+    return cross(rng, 32, 4, B=1, Sq=5, Skv=147)
+
+
 @case(targets="8 narrow heads: scale by sqrt(d_k); another layer with 2 heads is built beside it (a model builds all its "
               "layers first): each layer keeps its own settings on self, not on the class")
 def many_heads(rng):

@@ -52,6 +52,12 @@ def grouped_6_3(rng):
     return c
 
 
+@case(targets="a longer sequence (77 tokens, a multiple of no tile size): every query row computed, and a softmax "
+              "taken over keys in chunks rescales both its running sum and its output")
+def long_sequence(rng):
+    return gqa(rng, 32, 4, 2, B=1, S=77)
+
+
 @case(targets="one token, batch 3")
 def single_token(rng):
     return gqa(rng, 32, 8, 2, B=3, S=1)

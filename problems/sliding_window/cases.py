@@ -53,6 +53,12 @@ def window_one(rng):
     return Case(steps=[Call(*qkv(rng, 3, 5, 4), 1)])
 
 
+@case(targets="a window wider than a tile (40 on each side) on a longer sequence (131 tokens): every key within 40 "
+              "positions counts, not only those in the query's own and neighbouring blocks")
+def wide_window_long_sequence(rng):
+    return Case(steps=[Call(*qkv(rng, 1, 131, 8), 40)])
+
+
 @case(targets="one length, several window sizes in one run: the band depends on window_size, not only on S; windows "
               "of S - 2 and S / 2 are still bands (the first and last tokens do not see each other), not full attention")
 def windows_share_length(rng):
