@@ -337,6 +337,18 @@ def test_crash_says_how_the_process_ended(grader, catalog):
     assert "SIGSEGV" in report.message
 
 
+def test_a_tensor_subclass_of_its_own_is_told_to_use_plain_tensors_and_torchs_causal_bias_works(grader, catalog):
+    """Under the guard's dispatch mode a tensor subclass's constructor fails inside torch ("Creating a new Tensor
+    subclass ... already associated"): torch's own CausalBias (causal_lower_right) is built outside it and passes; a
+    class of the learner's own is told why and what to use, not left with torch's words alone."""
+    report = grader.grade(catalog.get("causal_attention"), Path(__file__).parent / "hostile" /
+                          "builds_its_own_tensor_subclass.py")
+    assert report.verdict.value == "runtime_error" and "cannot be made while the grader watches" in report.message
+    assert "a bool mask" in report.message, report.message
+    right = Path(__file__).parent.parent / "problems" / "causal_attention" / "right" / "mask_from_causal_bias.py"
+    assert grader.grade(catalog.get("causal_attention"), right).passed
+
+
 def test_syntax_error_points_at_the_line(grader, catalog):
     report = grader.grade(catalog.get("sdpa"), Path(__file__).parent / "hostile" / "syntax_error.py")
     assert "syntax_error.py:2" in report.message

@@ -447,6 +447,24 @@ def keep_out_of_compilation() -> None:
         _KernelGuard.out_of_compilation = True
 
 
+def build_unwatched(cls: type) -> None:
+    """Let one of torch's own tensor subclasses be built by its class's constructor while the guard watches
+    (``torch.nn.attention.bias.causal_lower_right(S, T)`` builds ``CausalBias(...)``): under any dispatch mode that
+    constructor fails ("Creating a new Tensor subclass CausalBias but the raw Tensor object is already associated
+    to a python object of type Tensor"), so correct code failed for the grader's sake. It is built empty, with the
+    modes off for that moment only: no code of the learner's runs there, nothing is allocated."""
+    if "__new__" in cls.__dict__:
+        return
+
+    def __new__(sub, *args, **kwargs):
+        from torch.utils._python_dispatch import _disable_current_modes
+
+        with _disable_current_modes():
+            return torch.Tensor.__new__(sub)
+
+    cls.__new__ = staticmethod(__new__)
+
+
 class _KernelGuard(TorchDispatchMode):
     def __init__(self, guard: Guard):
         super().__init__()

@@ -138,6 +138,9 @@ LAZY_IMPORTS = {"torch._dynamo": ("checkpoint", "torch.compile", "_dynamo", "tor
                 "torch.fx.experimental.symbolic_shapes": ("backward", "autograd.grad")}
 
 
+# torch's own tensor subclasses a learner builds with their constructor (guards.build_unwatched), by the words naming them
+TORCH_SUBCLASSES = ("CausalBias", "causal_lower_right", "causal_upper_left", "attention.bias")
+
 _TOO_DEEP = ("your file nests an expression too deeply for Python to compile it (hundreds of brackets, operators "
              "or calls inside one another): write it as several statements")
 
@@ -151,6 +154,12 @@ def _preload(source: str) -> None:
                 pass
     if "torch._dynamo" in sys.modules:
         guards.keep_out_of_compilation()
+    if any(w in source for w in TORCH_SUBCLASSES):
+        try:
+            from torch.nn.attention import bias
+        except ImportError:
+            return
+        guards.build_unwatched(bias.CausalBias)
 
 
 _GRADER_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -696,6 +705,12 @@ class Worker:
                 f"RuntimeError {stage}: {str(e).splitlines()[0][:160]}. A constant does not fit this dtype (float16 "
                 "holds at most 65504 in size): fill masked scores with float('-inf') or torch.finfo(scores.dtype).min, "
                 "not -1e9; the grader runs bfloat16 and float16 too, as a GPU does.")}
+        if isinstance(e, RuntimeError) and "Creating a new Tensor subclass" in str(e):  # its constructor, under the guard
+            return {"kind": "runtime", "stage": stage, "traceback": tb, "message": (
+                f"RuntimeError {stage}: a tensor subclass built with its class's constructor ({str(e).split(' but ')[0]}"
+                "[...]) cannot be made while the grader watches every tensor operation, as it does here. Use plain "
+                "tensors: a bool mask (torch.ones(S, T, dtype=torch.bool).tril(...)) rather than a mask object of your "
+                "own; torch's causal_lower_right and causal_upper_left do work.")}
         if isinstance(e, RuntimeError) and "view size is not compatible with input tensor's size and stride" in str(e):
             return {"kind": "runtime", "message": f"RuntimeError {stage}: .view() cannot reshape a tensor whose "
                     "memory is not laid out in order. Your inputs may be non-contiguous (a transposed tensor, a slice of a "
