@@ -394,7 +394,10 @@ def very_negative_scores_in_a_cached_chunk(rng):
     a = (2 * 1.5e4) ** 0.5  # hidden 8, 2 heads of width 4, one KV head: query head 0 scores -a^2 / 2 on a copy of itself
     x = rng.randn(2, 4, 2, 4)
     x = (x / x.norm(dim=-1, keepdim=True)).reshape(2, 4, 8)  # head slices of norm 1
-    x[:, 1] = x[:, 0]  # token 1 sees keys 0 and 1, both copies of itself (the same values); token 2 is its future
+    # token 1 sees keys 0 and 1, along one direction: it scores -16000 on key 0 and -17067 on its own key, so key 0
+    # takes all the weight (the weights' sum is then exact however a correct softmax is written: exp(s - logsumexp(s))
+    # loses 1e-3 near -15000 in float32 where two scores tie). Token 2 is its future
+    x[:, 1] = x[:, 0] * (16 / 15)
     cos, sin = torch.ones(4, 4), torch.zeros(4, 4)  # angles 0: no rotation, so the copies score alike
     later = torch.tensor([False, True])[None, :, None]  # token 2's row mixes scores of this size: not graded
     steps = [Call(x[:, :1], pe(cos, sin, 0, 1), use_cache=True),
@@ -608,15 +611,18 @@ def all_ones_mask_refilled(rng):
 
 
 def _padding_under_very_negative_scores(rng, flash):
-    """hidden 8, 2 heads of width 4, one KV head, k_proj = -q_proj: query head 0 scores -15000 on every real token (all
-    the same vector u), and 0 on element 0's padded keys (zero embeddings). Padding masked with -inf leaves the real
-    keys; masked with -1e4 it scores -10000, above every real key, and the new token reads the padding."""
+    """hidden 8, 2 heads of width 4, one KV head, k_proj = -q_proj: every real token is a multiple c_t of one vector u
+    (c = 1, 16/15, ..., 19/15, then 1.1 for the new token), so query head 0 scores -15000 c_t c_j on real key j: -16500
+    and below for the new token, key 0 far above the others (one key takes the weight: a correct softmax's sum is exact
+    however it is written), and 0 on element 0's padded keys (zero embeddings). Padding masked with -inf leaves the
+    real keys; masked with -1e4 it scores -10000, above every real key, and the new token reads the padding."""
     a = (2 * 1.5e4) ** 0.5
     u = rng.randn(1, 1, 2, 4)
     u = (u / u.norm(dim=-1, keepdim=True)).reshape(1, 1, 8)  # head slices of norm 1
-    x = u.expand(2, 6, 8).clone()
+    c = torch.tensor([15.0, 16.0, 17.0, 18.0, 19.0, 16.5]) / 15
+    x = (u * c[None, :, None]).expand(2, 6, 8).clone()
     x[0, 3:5] = 0  # element 0: 3 real tokens, 2 padded, then the new token
-    tables = torch.ones(6, 4), torch.zeros(6, 4)  # angles 0: no rotation, so every real key scores alike
+    tables = torch.ones(6, 4), torch.zeros(6, 4)  # angles 0: no rotation, so scores are as above
     mask = torch.ones(2, 6, dtype=torch.long)
     mask[0, 3:5] = 0
     padded_rows = (mask[:, :5] == 0)[:, :, None]
