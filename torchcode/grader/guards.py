@@ -212,6 +212,7 @@ class Guard:
         self.measured = measured  # the case bounds memory or work: tensor data may not leave torch (EXPORTS)
         self.scalars = 0  # elements taken out of torch one by one (item(), float(t), ...) during this call
         self.measuring = False  # the kernel guard is looking at an op's tensors (torch function modes may see it)
+        self.handling = 0  # the kernel guard's handler is running (torch's own calls there may reach the call guard)
         self.by_id = {}
         self.classes = []
         for name in forbidden:
@@ -371,7 +372,7 @@ class _CallGuard(TorchFunctionMode):
         if name is None and isinstance(func, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
             name = guard.ops.get(opcount.op_name(func))
         if name is None and guard.measured and not guard.measuring:
-            name = _leaves_torch(guard, func, args) or _subclassed(func, args, kwargs)
+            name = _leaves_torch(guard, func, args) or _subclassed(func, args, kwargs) or _unwatched(guard, func)
         if name is not None:
             guard.forbid(name)
         return func(*args, **(kwargs or {}))
@@ -412,6 +413,21 @@ def _leaves_torch(guard: Guard, func, args) -> str | None:
     return None
 
 
+def _unwatched(guard: Guard, func) -> str | None:
+    """A call made while the kernel guard is off the dispatch stack (and this one on its own): torch turns dispatch
+    modes off while it builds a tensor subclass (``as_subclass``, ``_make_subclass``) and reads the class's
+    ``__torch_dispatch__``, a descriptor of the learner's could compute there, and the garbage collector may run a
+    finalizer at that moment. Nothing done there would be measured."""
+    try:
+        depth = torch._C._len_torch_dispatch_stack()
+    except AttributeError:
+        return None
+    if depth >= guard._depth[1] or guard.handling:
+        return None
+    return (f"{getattr(func, '__name__', 'a torch function')} inside a tensor subclass's construction or a finalizer "
+            f"({_UNSEEN} into those: use plain tensors)")
+
+
 def _subclassed(func, args, kwargs) -> str | None:
     """A call on a tensor subclass: its ``__torch_function__`` runs next, with this mode off the stack (where it
     could take data out of torch unseen)."""
@@ -447,20 +463,18 @@ def keep_out_of_compilation() -> None:
         _KernelGuard.out_of_compilation = True
 
 
-def build_unwatched(cls: type) -> None:
+def buildable(cls: type) -> None:
     """Let one of torch's own tensor subclasses be built by its class's constructor while the guard watches
     (``torch.nn.attention.bias.causal_lower_right(S, T)`` builds ``CausalBias(...)``): under any dispatch mode that
     constructor fails ("Creating a new Tensor subclass CausalBias but the raw Tensor object is already associated
-    to a python object of type Tensor"), so correct code failed for the grader's sake. It is built empty, with the
-    modes off for that moment only: no code of the learner's runs there, nothing is allocated."""
+    to a python object of type Tensor"), so correct code failed for the grader's sake. It is built as a view of an
+    empty tensor instead, with every guard still on (no moment unwatched: the class's attributes, a finalizer the
+    garbage collector runs, any Python that runs there is the learner's and is watched like the rest)."""
     if "__new__" in cls.__dict__:
         return
 
     def __new__(sub, *args, **kwargs):
-        from torch.utils._python_dispatch import _disable_current_modes
-
-        with _disable_current_modes():
-            return torch.Tensor.__new__(sub)
+        return torch.Tensor._make_subclass(sub, torch.empty(0))
 
     cls.__new__ = staticmethod(__new__)
 
@@ -476,6 +490,14 @@ class _KernelGuard(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         guard = self.guard
+        guard.handling += 1  # this handler's own looks at the tensors (layout, shape) are no unwatched call
+        try:
+            return self._handle(guard, func, args, kwargs)
+        finally:
+            guard.handling -= 1
+
+    @staticmethod
+    def _handle(guard, func, args, kwargs):
         if guard.ops:
             name = guard.ops.get(opcount.op_name(func))
             if name is not None:

@@ -40,6 +40,10 @@ ESCAPE_HATCHES = {
     "_pop_torch_dispatch_stack": _POP,
     "_unset_dispatch_mode": _POP,
     "_set_torch_function_mode": _POP,
+    # torch's override machinery runs the function it is handed inside the call guard's own handler, where that guard
+    # is off: a function of the learner's (or torch's forbidden MHA forward) handed to it ran unwatched
+    "handle_torch_function": "runs the function it is handed with the grader's call guard switched off (torch's "
+                             "override boilerplate: call your function directly)",
     "_destroy": "removes the grader's kernel guards",
     "_getframe": _FRAMES,
     "currentframe": _FRAMES,

@@ -592,6 +592,6 @@ def error_result(res: CaseResult, err: dict) -> CaseResult:
     elif res.verdict is Verdict.FORBIDDEN_CALL:
         names = err.get("names") or []
         msg = (f"your code used {', '.join(names)}, which this problem forbids: write it yourself from basic tensor ops"
-               if names else msg)
+               if names and err.get("stage") != "in its source" else msg)  # an escape hatch in the source: why
     res.message = msg[:2000]
     return res

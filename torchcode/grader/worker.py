@@ -138,7 +138,7 @@ LAZY_IMPORTS = {"torch._dynamo": ("checkpoint", "torch.compile", "_dynamo", "tor
                 "torch.fx.experimental.symbolic_shapes": ("backward", "autograd.grad")}
 
 
-# torch's own tensor subclasses a learner builds with their constructor (guards.build_unwatched), by the words naming them
+# torch's own tensor subclasses a learner builds with their constructor (guards.buildable), by the words naming them
 TORCH_SUBCLASSES = ("CausalBias", "causal_lower_right", "causal_upper_left", "attention.bias")
 
 _TOO_DEEP = ("your file nests an expression too deeply for Python to compile it (hundreds of brackets, operators "
@@ -159,7 +159,7 @@ def _preload(source: str) -> None:
             from torch.nn.attention import bias
         except ImportError:
             return
-        guards.build_unwatched(bias.CausalBias)
+        guards.buildable(bias.CausalBias)
 
 
 _GRADER_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -338,7 +338,7 @@ class Worker:
             return {"error": {"kind": "syntax", "message": _TOO_DEEP}}
         if found:
             name, line, why = found[0]
-            return {"error": {"kind": "forbidden", "names": [name],
+            return {"error": {"kind": "forbidden", "names": [name], "stage": "in its source",
                               "message": f"line {line} uses `{name}`, which {why}; submissions may not do that"}}
         # torch's lazily imported modules the file names, imported before any of its code can run (with its folder
         # not yet on the path, and no import hook of its own yet installed)
