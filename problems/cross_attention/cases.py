@@ -88,13 +88,17 @@ def single_tokens(rng):
 
 @case(targets="large activations: a stable softmax")
 def large_inputs(rng):
-    return cross(rng, 32, 2, B=2, Sq=4, Skv=6, scale=12.0)
+    c = cross(rng, 32, 2, B=2, Sq=4, Skv=6, scale=12.0)
+    c.grad = False  # forward stability only: gradients at such scores are ill-conditioned (as sdpa's large_scores)
+    return c
 
 
 @case(targets="large activations and one query token (a decoding step over the encoder's memory): the same stable "
               "softmax on a single-query path")
 def single_query_large_inputs(rng):
-    return cross(rng, 32, 2, B=2, Sq=1, Skv=6, scale=12.0)
+    c = cross(rng, 32, 2, B=2, Sq=1, Skv=6, scale=12.0)
+    c.grad = False  # forward stability only: gradients at such scores are ill-conditioned (as sdpa's large_scores)
+    return c
 
 
 @case(targets="batch elements are independent: each query reads only its own sentence's memory")

@@ -78,7 +78,9 @@ def same_shape_twice(rng):
 
 @case(targets="large activations: a stable softmax")
 def large_inputs(rng):
-    return gqa(rng, 32, 4, 2, B=2, S=9, scale=10.0)
+    c = gqa(rng, 32, 4, 2, B=2, S=9, scale=10.0)
+    c.grad = False  # forward stability only: gradients at such scores are ill-conditioned (as sdpa's large_scores)
+    return c
 
 
 @case(targets="one input buffer reused by the caller: the same x object, refilled in place with new values, needs "

@@ -105,7 +105,10 @@ def very_negative_scores_in_a_cached_chunk(rng):
     d, a = 8, (2 * 1.5e4) ** 0.5  # 2 heads of width 4, W_k = -W_q: a token's score on a copy of itself is -1.5e4
     eye = torch.eye(d)
     x = unit_head_slices(rng, 2, 4, 2, 4)
-    x[:, 1] = x[:, 0]  # token 1 sees keys 0 and 1, both copies of itself; token 2 is its future
+    # token 1 sees keys 0 and 1 along one direction: -16000 on key 0, -17067 on its own, so key 0 takes the weight (a
+    # correct softmax's sum is then exact however it is written: exp(s - logsumexp(s)) lost 1e-3 where two tied).
+    # Token 2 is its future
+    x[:, 1] = x[:, 0] * (16 / 15)
     steps = [Call(x[:, :1]), Call(x[:, 1:3], Prev(0, 1)), Call(x[:, 3:], Prev(1, 1))]
     return Case(init=dict(d_model=d, num_heads=2), steps=steps, grad=False,  # forward only, as for large scores
                 weights={"W_q.weight": a * eye, "W_q.bias": torch.zeros(d), "W_k.weight": -a * eye,
