@@ -113,7 +113,9 @@ def judge_case(pol: GradingPolicy, p: Prepared, reply: dict, tensors: list[torch
                                    f"expected value is finite ({int(bad.sum()):,} of {bad.numel():,} elements"
                                    + (f"; {where}" if where else "") + "). NaN/inf come from exp() of large scores (subtract each "
                                    "row's maximum, or use torch.softmax), from a row whose keys are all masked "
-                                   "(check which keys each query may see), or from reading memory outside the "
+                                   "(check which keys each query may see), from masking after the softmax (masked keys "
+                                   "that took all the weight leave 0 / 0: mask the scores before it), or from reading "
+                                   "memory outside the "
                                    "tensor (torch.as_strided with strides that assume a contiguous input: take them "
                                    "from x.stride()).")
                     return res
