@@ -573,10 +573,12 @@ def test_a_folder_named_like_another_students_feedback_file_cannot_take_it(tmp_p
 
     mimic = f"a_b-{hashlib.sha256(b'a b').hexdigest()[:8]}"
     assert _safe("a b") == mimic  # the name the attacker's folder copies
-    students = ["a b", mimic, "Alice", "alice"]
+    students = ["a b", mimic, "Alice", "alice", "\ud55c\uacb0", "\u1112\u1161\u11ab\u1100\u1167\u11af"]  # NFC, NFD
     write_feedback(tmp_path, [Entry(s, "sdpa") for s in students], seed=1, mode="full")
     files = sorted(tmp_path.iterdir())
-    assert len({f.name.lower() for f in files}) == len(students)
+    import unicodedata
+
+    assert len({unicodedata.normalize("NFC", f.name).casefold() for f in files}) == len(students)
     owners = sorted(f.read_text().splitlines()[0] for f in files)
     assert owners == sorted(f"Feedback for {s} (torchcode grade, seed 1)" for s in students)
     # grades.json says whose file is whose (to send each student theirs; a cleaned name is not guessable)

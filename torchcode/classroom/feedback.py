@@ -163,14 +163,19 @@ def write_feedback(folder: Path, entries: list[Entry], *, seed: int, mode: str, 
 
 
 def file_names(students: list[str]) -> dict[str, str]:
-    """Each student's feedback file name (without .txt), distinct even ignoring case."""
+    """Each student's feedback file name (without .txt), distinct even ignoring case and Unicode normalisation."""
+    import unicodedata
+
+    def key(name: str) -> str:  # one file on macOS or Windows: names differing in case or Unicode normalisation
+        return unicodedata.normalize("NFC", name).casefold()
+
     names, used = {}, set()
     for student in students:
         name, n = _safe(student), 0
-        while name.casefold() in used:  # a folder named like another's cleaned name, or differing only in case
+        while key(name) in used:  # a folder named like another's cleaned name, or differing only in case or form
             n += 1  # (a third one may be named like the second's: try again until the name is free)
             name = f"{_safe(student)}-{_digest(f'{student}#{n}' if n > 1 else student)[:16]}"
-        used.add(name.casefold())
+        used.add(key(name))
         names[student] = name
     return names
 
