@@ -362,3 +362,14 @@ def test_advice_shared_by_many_failing_cases_is_printed_once(cli, workdir):
     flat = " ".join(r.out.replace("│", " ").split())
     assert flat.count("NaN/inf come from exp() of large scores") == 1, r.out
     assert flat.count("As explained below.") >= 10 and "only position 0 (of 6) is wrong" in flat, r.out
+
+
+def test_a_case_with_advice_of_its_own_is_explained_before_a_generic_nan(cli, workdir):
+    """An inverted mask fails padding_mask with its own advice ('True means may attend') and other cases with NaN
+    (every key of a row masked). The report explained the first NaN case, whose message lists the usual causes."""
+    shutil.copy(FIXTURES / "sdpa_mask_inverted.py", workdir / "sdpa.py")
+    r = cli("check", "sdpa.py", "--problem", "sdpa", "--seed", "5", "--json")
+    report = json.loads(r.out)
+    assert report["verdict"] == "wrong_answer", r.text
+    nan = [c["name"] for c in report["cases"] if "where the expected value is finite" in c["message"]]
+    assert nan and report["explained"] == "padding_mask", (report["explained"], nan)

@@ -34,6 +34,9 @@ class Verdict(str, Enum):
 # How a case that passed, then failed when run again with new values of the same shapes, is reported when it fails
 # in a fresh process too: the values, not state, make it fail (judge.Grader._replay_failed).
 FAILS_WITH_NEW_VALUES = "run again with new values of the same shapes, "
+# The words of the message for a NaN or inf where the reference is finite: specific in form (no values mismatch) but
+# generic in advice (it lists the usual causes), so a case with advice of its own is explained before it
+NOT_FINITE = "where the expected value is finite"
 
 # Which verdict explains a failed check best, when cases disagree: earlier is stronger.
 SEVERITY = [
@@ -127,7 +130,8 @@ class Report:
         A case failing alone names it. Otherwise a case whose message is specific advice (a property
         the case checks, an input changed in place, state kept between calls) rather than a plain
         mismatch. (A case whose first values happened to pass and whose new values fail in a fresh
-        process too is a plain mismatch: the values showed the bug, not state.) When (nearly) every
+        process too is a plain mismatch: the values showed the bug, not state; a NaN where the reference is finite
+        is specific too, after every other.) When (nearly) every
         case fails, the mistake is one they all share, not the feature one case is about: the
         smallest case shows it most plainly. Else the first, in definition order (authors put the case
         about the central idea first), that failed on its first values."""
@@ -136,8 +140,9 @@ class Report:
             return bad[0] if bad else self.first_failure
         specific = [c for c in bad if c.replay and not c.message.startswith(FAILS_WITH_NEW_VALUES)  # state, proven
                     or c.verdict is Verdict.WRONG_ANSWER and c.mismatch is None]
-        if specific:
-            return specific[0]
+        targeted = [c for c in specific if NOT_FINITE not in c.message]
+        if targeted or specific:
+            return (targeted or specific)[0]
         ran = [c for c in self.cases if c.verdict is not Verdict.NOT_RUN]
         if len(ran) >= 3 and len(bad) >= len(ran) - 1 and all(c.mismatch for c in bad):
             return min(bad, key=lambda c: (c.replay, c.mismatch.total))  # one that failed on its first values

@@ -15,7 +15,7 @@ from torchcode.catalog.spec import GradingPolicy
 from torchcode.grader import compare, execute, protocol
 from torchcode.grader.problem import Prepared
 from torchcode.grader.protocol import Unsupported
-from torchcode.grader.result import CaseResult, Mismatch, Verdict, plain_mismatch
+from torchcode.grader.result import NOT_FINITE, CaseResult, Mismatch, Verdict, plain_mismatch
 
 
 def judge_case(pol: GradingPolicy, p: Prepared, reply: dict, tensors: list[torch.Tensor],
@@ -109,15 +109,9 @@ def judge_case(pol: GradingPolicy, p: Prepared, reply: dict, tensors: list[torch
                     idx = [int(x) for x in torch.nonzero(bad)[0]]
                     where = compare.where(bad, _dims(dims, _label(path, i, multi)), graded)
                     res.verdict = Verdict.WRONG_ANSWER
-                    res.message = (f"{_label(path, i, multi)} contains {t.tensor[tuple(idx)].item()} at {idx} where the "
-                                   f"expected value is finite ({int(bad.sum()):,} of {bad.numel():,} elements"
-                                   + (f"; {where}" if where else "") + "). NaN/inf come from exp() of large scores (subtract each "
-                                   "row's maximum, or use torch.softmax), from a row whose keys are all masked "
-                                   "(check which keys each query may see), from masking after the softmax (masked keys "
-                                   "that took all the weight leave 0 / 0: mask the scores before it), or from reading "
-                                   "memory outside the "
-                                   "tensor (torch.as_strided with strides that assume a contiguous input: take them "
-                                   "from x.stride()).")
+                    res.message = (f"{_label(path, i, multi)} contains {t.tensor[tuple(idx)].item()} at {idx} {NOT_FINITE} "
+                                   f"({int(bad.sum()):,} of {bad.numel():,} elements"
+                                   + (f"; {where}" if where else "") + "). " + _NOT_FINITE_CAUSES)
                     return res
 
     # 3. the properties the variant is about, on the learner's own outputs
@@ -572,6 +566,13 @@ _ERROR_VERDICTS = {
     "forbidden": Verdict.FORBIDDEN_CALL, "runtime": Verdict.RUNTIME_ERROR, "memory": Verdict.MEMORY_LIMIT,
     "device": Verdict.WRONG_DEVICE, "output": Verdict.WRONG_OUTPUT,
 }
+
+
+_NOT_FINITE_CAUSES = ("NaN/inf come from exp() of large scores (subtract each row's maximum, or use torch.softmax), from a "
+                      "row whose keys are all masked (check which keys each query may see), from masking after the "
+                      "softmax (masked keys that took all the weight leave 0 / 0: mask the scores before it), or from "
+                      "reading memory outside the tensor (torch.as_strided with strides that assume a contiguous input: "
+                      "take them from x.stride()).")
 
 
 def error_result(res: CaseResult, err: dict) -> CaseResult:
