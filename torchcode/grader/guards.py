@@ -22,6 +22,7 @@ longer take it back; a learner who catches our exception still gets the verdict.
 from __future__ import annotations
 
 import functools
+import gc
 import importlib
 import warnings
 
@@ -232,6 +233,7 @@ class Guard:
         self.widest: list = [0, "", []]  # the widest reduction: values combined, aten op, input shape
         self._modes = None
         self._depth = (0, 0)
+        self._collecting = False
 
     # -- recording -----------------------------------------------------------------
     def forbid(self, name: str):
@@ -304,6 +306,10 @@ class Guard:
 
     # -- modes -----------------------------------------------------------------------
     def __enter__(self):
+        # No cyclic garbage collection during the call: it runs at any allocation, torch's own with the guard modes off
+        # included (inside their handlers), and a finalizer of the learner's would run there unwatched
+        self._collecting = gc.isenabled()
+        gc.disable()
         self._modes = [_CallGuard(self), _KernelGuard(self)]
         for m in self._modes:
             m.__enter__()
@@ -321,6 +327,10 @@ class Guard:
             except Exception:  # noqa: BLE001 - a tampered stack: the verdict says so below
                 why = why or "the grader's guard modes were removed"
         self._modes = None
+        if gc.isenabled():
+            why = why or "the garbage collector was switched back on (its finalizers run inside the guards' own handlers)"
+        if self._collecting:
+            gc.enable()
         if why:
             self.tampered = why
             _REPORT[0](tamper=why)
@@ -468,8 +478,8 @@ def buildable(cls: type) -> None:
     (``torch.nn.attention.bias.causal_lower_right(S, T)`` builds ``CausalBias(...)``): under any dispatch mode that
     constructor fails ("Creating a new Tensor subclass CausalBias but the raw Tensor object is already associated
     to a python object of type Tensor"), so correct code failed for the grader's sake. It is built as a view of an
-    empty tensor instead, with every guard still on (no moment unwatched: the class's attributes, a finalizer the
-    garbage collector runs, any Python that runs there is the learner's and is watched like the rest)."""
+    empty tensor instead, with the guards still on (torch itself turns the dispatch guard off while it reads the class's
+    ``__torch_dispatch__``: a call made then is refused where a case measures, see ``_unwatched``)."""
     if "__new__" in cls.__dict__:
         return
 
