@@ -263,3 +263,12 @@ def test_a_file_named_from_outside_its_folder_says_which_pack_that_folder_rememb
     (workdir / "other.py").write_text("x = 1\n")
     r = cli("check", "other.py")
     assert r.code == 2 and "cannot tell which problem other.py solves: add --problem PROBLEM" in r.err, r.text
+
+
+def test_expect_lines_take_the_label_check_prints_too():
+    """check prints 'Wrong interface' for bad_interface: an author who wrote `# expect: wrong_interface` was told it
+    is not a verdict."""
+    from torchcode.authoring.validate import _as_verdict
+
+    assert _as_verdict("wrong_interface") == "bad_interface" and _as_verdict("Wrong_answer") == "wrong_answer"
+    assert _as_verdict("time_limit_exceeded") == "time_limit" and _as_verdict("wrong_anwser") == "wrong_anwser"

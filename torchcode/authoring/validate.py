@@ -63,6 +63,17 @@ def expected_verdict(path: Path) -> str | None:
     return m.group(1) if m else None
 
 
+def _as_verdict(word: str | None) -> str | None:
+    """A verdict as `# expect:` names it: its value (bad_interface) or the label check prints (Wrong interface ->
+    wrong_interface)."""
+    if word is None or word in VERDICTS:
+        return word
+    from torchcode.render import VERDICT_STYLE
+
+    labels = {label.lower().replace(" ", "_"): value for value, (_, label) in VERDICT_STYLE.items()}
+    return labels.get(word.lower(), word)
+
+
 def stub_interface_problem(source: str, spec: ProblemSpec) -> str | None:
     """Does the rendered stub define the entry point with the exact signature? (read, not run)"""
     try:
@@ -199,7 +210,7 @@ def _validate(v: ProblemValidation, spec: ProblemSpec, grader, seeds: tuple[int,
     else:
         _variants_present(v, spec, wrong, right)
     for path in wrong:
-        want = expected_verdict(path)
+        want = _as_verdict(expected_verdict(path))
         if want not in VERDICTS:  # without it, any rejection passed: a mutant rejected for a typo proved nothing
             v.add("variants", False, f"{path.name} has no '# expect: VERDICT' line" if want is None else
                   f"{path.name} declares '# expect: {want}', which is not a verdict", path,
