@@ -113,6 +113,7 @@ def test_a_notebook_of_a_pack_problem_grades_in_jupyter(cli, workdir, torchcode_
     _execute(nb, workdir)
     stub, solved = [c for c in nb.cells if c.source.startswith("%%torchcode good_attention")]
     assert "Not implemented yet" in _text(stub), _text(stub)
+    assert "`%torchcode hint good_attention`" in " ".join(_text(stub).split()), _text(stub)  # the magic's form
     assert "Accepted" in _text(solved), _text(solved)
 
 

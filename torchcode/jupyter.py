@@ -194,6 +194,7 @@ def in_cell(text: str, path: str) -> str:
     ``%%torchcode`` line, as the notebook shows them."""
     import re
 
+    text = text.replace("`torchcode hint ", "`%torchcode hint ")  # the magic's form of the commands it names
     if not path or path not in text:
         return text
     quoted = re.compile(r'File "' + re.escape(path) + r'", line (\d+)')
