@@ -310,6 +310,9 @@ def test_class_graded_with_csv_json_feedback_and_summary(local_run):
     assert f"grading 1/{SUBMITTED} (" in p.stdout and f"grading {SUBMITTED}/{SUBMITTED} (100%)" in p.stdout
     assert "ETA" not in p.stdout and "\r" not in p.stdout
     assert "Class summary" in p.stdout and "Cases the class failed most" in p.stdout
+    # erin's file does not load: no case of it ran, so the per-case counts say what they count
+    assert "failed/ran" in p.stdout and "crashed before its cases, counts in the table above only" in " ".join(
+        p.stdout.split()), p.stdout
     sdpa_line = next(line for line in p.stdout.splitlines() if line.startswith("│ sdpa "))
     accepted = sum(v == "accepted" for (s, pr), v in want.items() if pr == "sdpa")
     if None not in want.values():

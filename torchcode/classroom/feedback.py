@@ -204,6 +204,7 @@ def summary(con: Console, entries: list[Entry], problems: list[str], *, most: in
         t.add_column(col, justify=just, no_wrap=just == "right", min_width=min(len(col), 10) if just == "right" else None)
     failed_cases: Counter = Counter()
     ran_cases: Counter = Counter()
+    unrun = 0  # graded submissions none of whose cases ran (a file that could not load, a crash at import)
     targets: dict[tuple[str, str], str] = {}
     for p in problems:
         mine = [e for e in entries if e.problem == p]
@@ -216,6 +217,7 @@ def summary(con: Console, entries: list[Entry], problems: list[str], *, most: in
         t.add_row(p, str(len(submitted)), str(ok), f"{ok / len(graded):.0%}" if graded else "-", f"{mean:.2f}",
                   f"{verdict_label(worst[0][0])[1]} ({worst[0][1]})" if worst else "")
         for e in graded:
+            unrun += all(c.get("verdict") == "not_run" for c in e.row.report.get("cases", []))
             for c in e.row.report.get("cases", []):
                 if c["verdict"] == "not_run":
                     continue
@@ -226,9 +228,12 @@ def summary(con: Console, entries: list[Entry], problems: list[str], *, most: in
                     failed_cases[key] += 1
     con.print(t)
     if failed_cases:
-        f = Table(title="Cases the class failed most", title_justify="left")
-        for col, least in (("problem", 12), ("case", 14), ("failed", 6), ("what it checks", 10)):
-            f.add_column(col, justify="right" if col == "failed" else "left", no_wrap=col == "failed", min_width=least)
+        f = Table(title="Cases the class failed most", title_justify="left",
+                  caption="failed / ran: of the submissions that ran the case (one that could not load, or crashed "
+                          "before its cases, counts in the table above only)" if unrun else None, caption_justify="left")
+        for col, least in (("problem", 12), ("case", 14), ("failed/ran", 6), ("what it checks", 10)):
+            f.add_column(col, justify="right" if col == "failed/ran" else "left", no_wrap=col == "failed/ran",
+                         min_width=least)
         for (p, name), n in failed_cases.most_common(most):
             f.add_row(p, Text(name), f"{n}/{ran_cases[(p, name)]}", Text(inert(targets[(p, name)])))
         con.print(f)
