@@ -731,3 +731,24 @@ def test_a_file_every_student_has_that_is_no_known_problem_suggests_the_pack():
     assert lines[0] == ("masked_mean.py in 3 student folders (ann, ben, cat): " + why + "; if masked_mean is a problem "
                         "of a pack, add --problems-dir PACK (or export TORCHCODE_PROBLEMS=PACK)"), lines
     assert lines[1] == f"ann/utils.py: {why}"  # one student's own helper: nothing to suggest
+
+
+def test_a_rerun_without_the_pack_of_an_earlier_run_is_refused_before_it_rewrites_the_grades(tmp_path):
+    """The rerun without --problems-dir wrote grades.csv and the feedback again with the pack's problem left out
+    (exit 0, one line among the skipped files)."""
+    pack = FIXTURES / "course_pack"
+    klass = tmp_path / "class"
+    for student in ("ann", "ben"):
+        (klass / student).mkdir(parents=True)
+        shutil.copy(pack / "solutions" / "good_attention.py", klass / student / "good_attention.py")
+        shutil.copy(ROOT / "solutions" / "sdpa.py", klass / student / "sdpa.py")
+    p = grade_cli("class", "--out", "out", "--workers", "1", "--device", "cpu", "--problems-dir", str(pack),
+                  home=tmp_path / "home", cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    before = (tmp_path / "out" / "grades.csv").read_text()
+    assert "good_attention" in before
+    p = grade_cli("class", "--out", "out", "--workers", "1", "--device", "cpu", home=tmp_path / "home", cwd=tmp_path)
+    said = " ".join(p.stderr.split())
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stdout + p.stderr
+    assert "out holds grades for good_attention, which no problem pack given here has: add --problems-dir PACK" in said
+    assert (tmp_path / "out" / "grades.csv").read_text() == before  # nothing rewritten

@@ -70,6 +70,7 @@ def run(opts: Options, cat: Catalog, con: Console) -> int:
         # a submission may read none of the class's files but its own, nor the gradebook and feedback
         opts.limits.protect = sorted({str(p.resolve()) for p in (found.root, opts.submissions, opts.out)})
         with Gradebook(opts.out) as book:
+            _same_problems_loaded(book, cat, opts.out)
             seed = _seed(opts.seed, book, con)
             _header(con, found, problems, seed)
             return _grade(opts, cat, con, book, found, problems, seed)
@@ -235,6 +236,16 @@ def _out_apart(out: Path, submissions: Path, root: Path) -> None:
         raise UsageError(f"--out {out} is inside the student folder {student}/: the class's grades would sit among "
                          f"that student's files (and change them at every run, or leave them ungraded). Write them "
                          f"elsewhere: {beside}")
+
+
+def _same_problems_loaded(book: Gradebook, cat: Catalog, out: Path) -> None:
+    """An earlier run into ``out`` graded a problem this run cannot load (its pack not given): refused before
+    grades.csv and the feedback are written again without it (the gradebook keeps its results either way)."""
+    gone = sorted({r.problem for r in book.rows()} - set(cat.ids()))
+    if gone:
+        raise UsageError(f"{out} holds grades for {', '.join(gone)}, which no problem pack given here has: add "
+                         "--problems-dir PACK as in the earlier run (or grade into a new --out); this run would write "
+                         "grades.csv and the feedback without them")
 
 
 def _seed(asked: int | None, book: Gradebook, con: Console) -> int:
