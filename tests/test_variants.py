@@ -73,19 +73,19 @@ def test_row_factors_rounded_in_low_precision_are_not_a_lean(grader, seed, only,
 def test_a_gradient_that_vanishes_is_judged_on_the_scale_of_the_terms_that_cancel(grader, tmp_path):
     """A key bias's gradient is zero in exact arithmetic (softmax ignores a shift of a row's scores): a correct
     kernel that sums in another order leaves float32 noise of the cancelling terms' size there, which failed this
-    correct variant on large inputs (1.5e-5 against an atol of 1e-5, seed 302174501). A gradient hook that adds
-    0.02 to that same gradient is still caught (the largest gradient there is ~9000: 4 float32 roundings of it, 4e-3,
-    are allowed)."""
+    correct variant on large inputs (1.5e-5 against an atol of 1e-5, seed 302174501; large_inputs now grades the
+    forward only, so the gradients are judged here on every case that grades them). A gradient hook that adds 0.02 to
+    that same gradient is still caught."""
     spec = CATALOG.get("cross_attention")
     path = spec.folder / "right" / "per_batch_loop.py"
-    report = grader.grade(spec, path, seed=302174501, only=["large_inputs"], dtypes=["float32"])
+    report = grader.grade(spec, path, seed=302174501, dtypes=["float32"])
     assert report.passed, report.message
     nudged = tmp_path / "nudged.py"
     nudged.write_text(path.read_text().replace("# expect: accepted", "# expect: wrong_answer").replace(
         "        self.W_o = nn.Linear(d_model, d_model)\n",
         "        self.W_o = nn.Linear(d_model, d_model)\n        self.W_k.bias.register_hook(lambda g: g + 0.02)\n"))
     assert "register_hook" in nudged.read_text()
-    report = grader.grade(spec, nudged, seed=302174501, only=["large_inputs"], dtypes=["float32"])
+    report = grader.grade(spec, nudged, seed=302174501, dtypes=["float32"])
     assert report.verdict.value == "wrong_answer" and "W_k.bias" in report.message, report.message
 
 
