@@ -178,3 +178,22 @@ def test_a_lost_grader_connection_is_said_not_a_silent_exit(workdir, torchcode_h
     assert "lost its connection to a process it started (Broken pipe)" in p.stderr and "Traceback" not in p.stderr
     if json_:
         assert json.loads(p.stdout)["exit_code"] == 2
+
+
+def test_a_long_report_lists_the_failing_cases_and_counts_the_rest(cli, workdir):
+    """minimind's 51 cases: a table of every case would bury the failures, so the passing ones are counted."""
+    shutil.copy(ROOT / "problems" / "minimind_attention" / "wrong" / "cache_before_rope.py", workdir / "layer.py")
+    text, js = at_once(
+        lambda: cli("check", "layer.py", "--problem", "minimind_attention", "--device", "cpu", "--seed", "3",
+                    env={"COLUMNS": "200"}),
+        lambda: cli("check", "layer.py", "--problem", "minimind_attention", "--device", "cpu", "--seed", "3",
+                    "--json"))
+    assert text.code == js.code == 1, text.text
+    cases = json.loads(js.out)["cases"]
+    failing = [c["name"] for c in cases if c["verdict"] != "accepted"]
+    passing = [c["name"] for c in cases if c["verdict"] == "accepted"]
+    assert len(cases) > 30 and failing and passing
+    rows = [line.split()[1] for line in text.out.splitlines() if line.startswith(("✓  ", "✗  ", "x  ", "+  "))]
+    assert rows[:-1] == failing  # every failing case, in order, and no passing one
+    last_row = next(line for line in text.out.splitlines() if line.startswith(("✓  ", "+  ")))
+    assert f"{len(passing)} other cases pass (`--json` lists every case)" in last_row

@@ -151,7 +151,7 @@ def write_feedback(folder: Path, entries: list[Entry], *, seed: int, mode: str, 
                 for said in e.row.report.get("advice") or []:  # grade --gpu-dry-run's, as check shows it
                     con.print(Text(inert(str(said))), soft_wrap=True)
             else:
-                render(con, Report.from_dict(e.row.report), display_file=f"{e.problem}.py",
+                render(con, Report.from_dict(e.row.report), display_file=f"{e.problem}.py", every_case=True,
                        pack=(packs or {}).get(e.problem))
             b = e.row.bench if e.row else None
             if b and "ratio" in b:

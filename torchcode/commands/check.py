@@ -74,7 +74,7 @@ def _rendered(report, path: Path, spec) -> str:
     con = console()
     pack = display_path(spec.pack) if spec.pack.resolve() != builtin_pack().resolve() else None
     with con.capture() as captured:
-        render(con, report, display_file=display_path(path), pack=pack)
+        render(con, report, display_file=display_path(path), pack=pack, listed="`--json` lists every case")
     return captured.get()
 
 

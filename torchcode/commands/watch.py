@@ -213,7 +213,7 @@ def _show(con, report, shown: str, spec) -> None:
     pack = display_path(spec.pack) if spec.pack.resolve() != builtin_pack().resolve() else None
     with con.capture() as drawn:  # drawn whole, then shown at once
         con.print(Rule(f"{shown} at {time.strftime('%H:%M:%S')}", style="dim"))
-        render(con, report, display_file=shown, pack=pack)
+        render(con, report, display_file=shown, pack=pack, listed="`torchcode check --json` lists every case")
     if con.is_terminal:  # the screen is cleared for each report: say again what is going on
         con.clear()
         with con.capture() as footer:

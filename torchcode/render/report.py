@@ -15,10 +15,11 @@ from torchcode.render.terminal import glyphs, inert, inert_name
 
 
 def report(con: Console, r: Report, *, display_file: str, pack: str | None = None,
-           reproduce: str | None = None) -> None:
+           reproduce: str | None = None, every_case: bool = False, listed: str = "") -> None:
     """Text the submission controls (its output, messages, tracebacks) and the file name are shown inertly.
     ``pack``: the problem pack the problem comes from, when not the built-in course (for the reproduce line).
-    ``reproduce``: how to re-run this grade, when not the `torchcode check` command line (Jupyter)."""
+    ``reproduce``: how to re-run this grade, when not the `torchcode check` command line (Jupyter).
+    ``every_case``: list the passing cases of a long report too (else counted); ``listed``: where they are listed."""
     g = glyphs(con.file)
     display_file = inert_name(display_file)
     style, label = verdict_label(r.verdict.value)
@@ -28,12 +29,14 @@ def report(con: Console, r: Report, *, display_file: str, pack: str | None = Non
     early = r.verdict in (Verdict.NOT_IMPLEMENTED, Verdict.SYNTAX_ERROR, Verdict.BAD_INTERFACE) or not r.cases_passed and all(
         c.verdict is r.verdict or c.verdict is Verdict.NOT_RUN for c in r.cases) and r.verdict is not Verdict.WRONG_ANSWER
     if r.cases and not early and not r.passed:  # accepted: the head line says it all (`check --json` lists the cases)
-        case_w = max(len(c.name) for c in r.cases)
-        res_w = max(len(verdict_label(c.verdict.value)[1]) for c in r.cases)
+        # a long table (minimind's 51 cases, or every dtype) lists the failing cases; the passing ones are counted
+        rows = r.cases if every_case or len(r.cases) <= MAX_ROWS else [c for c in r.cases if not c.passed]
+        case_w = max(len(c.name) for c in rows)
+        res_w = max(len(verdict_label(c.verdict.value)[1]) for c in rows)
         con.print(Text(f"   {'case':<{case_w}}  {'result':<{res_w}}  what it checks", style="bold"))
         explained = _alike(_one_line(r.explained)) if r.explained else ""
         seen: dict[str, str] = {}  # a long message shown once: the cases after it say whose it is
-        for c in r.cases:
+        for c in rows:
             cs, cl = verdict_label(c.verdict.value)
             mark = (g["pass"], "green") if c.passed else (g["skip"] if c.verdict is Verdict.NOT_RUN else g["fail"], cs)
             head = Text.assemble(mark, "  ", f"{c.name:<{case_w}}", "  ", (f"{cl:<{res_w}}", cs), "  ")
@@ -46,6 +49,8 @@ def report(con: Console, r: Report, *, display_file: str, pack: str | None = Non
                 elif key:
                     seen.setdefault(key, c.name)
                 _hanging(con, Text(" " * (case_w + 5)), inert(said), "")
+        if len(rows) < len(r.cases):
+            con.print(Text.assemble((g["pass"], "green"), f"  {_passing(r)}" + (f" ({listed})" if listed else "")))
     if r.passed:
         con.print("[green]All hidden cases pass: outputs and gradients match the reference.[/green]")
         for said in r.advice:
@@ -97,6 +102,27 @@ def report(con: Console, r: Report, *, display_file: str, pack: str | None = Non
         again = reproduce or (f"torchcode check {shlex.quote(display_file)} --problem {r.problem}"
                               f" --seed {r.seed}{extra}")
         con.print(Text(f"seed {r.seed}: reproduce with `{again}`", style="dim"), soft_wrap=True)
+
+
+MAX_ROWS = 30  # a report of more cases lists only those that fail
+
+
+def _passing(r: Report) -> str:
+    """The cases a long report does not list: "40 other cases pass" or, by dtype, "40 other cases pass in
+    float32, 45 in bfloat16 and 44 in float16"."""
+    by_dtype: dict[str, int] = {}
+    for c in r.cases:
+        if c.passed:
+            dtype = c.name.partition(" [")[2].rstrip("]") or "float32"
+            by_dtype[dtype] = by_dtype.get(dtype, 0) + 1
+    if not by_dtype:
+        return "no case passes"
+    counts = [f"{n} in {d}" for d, n in by_dtype.items()]
+    n = sum(by_dtype.values())
+    if len(counts) == 1:
+        return f"{n} other case{'s' if n != 1 else ''} pass{'es' if n == 1 else ''}"
+    said = ", ".join(counts[:-1]) + " and " + counts[-1]
+    return f"{n} other cases pass: {said}"
 
 
 def _names(names: list[str]) -> str:
