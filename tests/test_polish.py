@@ -373,3 +373,16 @@ def test_a_case_with_advice_of_its_own_is_explained_before_a_generic_nan(cli, wo
     assert report["verdict"] == "wrong_answer", r.text
     nan = [c["name"] for c in report["cases"] if "where the expected value is finite" in c["message"]]
     assert nan and report["explained"] == "padding_mask", (report["explained"], nan)
+
+
+def test_the_progress_line_counts_the_second_pass_as_its_own():
+    """The passing cases run again with new values: "case 13/29" then "case 3/18" read as going backwards."""
+    from torchcode.render.progress_line import ProgressLine
+
+    line = ProgressLine("gqa.py", enabled=False, limit=5)
+    line.event({"event": "case", "name": "long_sequence", "dtype": "float32", "index": 12, "total": 14})
+    assert line.doing == "case 13/14: long_sequence, float32" and line.in_case
+    line.event({"event": "case", "name": "mqa", "dtype": "float32", "index": 2, "total": 9, "replay": True})
+    assert line.doing == "again with new values, case 3/9: mqa, float32" and line.in_case
+    line.event({"event": "started"})
+    assert not line.in_case

@@ -31,6 +31,7 @@ class ProgressLine:
         self.limit = limit  # seconds per case, shown while a case runs
         self.t0 = time.monotonic()
         self.doing = "starting the grader (importing torch)"
+        self.in_case = False  # a case runs: its time limit is shown
         self.since = self.t0
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -56,11 +57,13 @@ class ProgressLine:
         kind = ev.get("event")
         with self._lock:
             if kind == "started":
-                self.doing = "importing your file"
+                self.doing, self.in_case = "importing your file", False
             elif kind == "case":
-                again = " (again, new values)" if ev.get("replay") else ""
+                # the passing cases run a second time, with new values: a count of its own, said as such
+                what = "again with new values, case" if ev.get("replay") else "case"
                 dtype = f", {ev['dtype']}" if ev.get("dtype") else ""
-                self.doing = f"case {ev.get('index', 0) + 1}/{ev.get('total', '?')}: {ev.get('name', '')}{dtype}{again}"
+                self.doing = f"{what} {ev.get('index', 0) + 1}/{ev.get('total', '?')}: {ev.get('name', '')}{dtype}"
+                self.in_case = True
             else:
                 return
             self.since = time.monotonic()
@@ -74,7 +77,7 @@ class ProgressLine:
         with self._lock:
             running = time.monotonic() - self.since
             limit = ""
-            if self.limit and self.doing.startswith("case"):
+            if self.limit and self.in_case:
                 limit = (f" (limit {self.limit:g}s)" if running <= self.limit
                          else f" (limit {self.limit:g}s; a case's first run may take {2 * self.limit:g}s)")
             text = f"checking {self.label}: {self.doing}  {running:.1f}s{limit}"
