@@ -24,7 +24,11 @@ from __future__ import annotations
 import functools
 import gc
 import importlib
+import os
+import sys
 import warnings
+import weakref
+from sys import setprofile as _setprofile  # the real one (the worker wraps sys's)
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -385,7 +389,7 @@ class _CallGuard(TorchFunctionMode):
             name = _leaves_torch(guard, func, args) or _subclassed(func, args, kwargs) or _unwatched(guard, func)
         if name is not None:
             guard.forbid(name)
-        return func(*args, **(kwargs or {}))
+        return _watched_inside(func, args, kwargs)
 
 
 # Where a case measures memory and work (the largest intermediate, how work grows, the widest reduction),
@@ -501,10 +505,13 @@ class _KernelGuard(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         guard = self.guard
         guard.handling += 1  # this handler's own looks at the tensors (layout, shape) are no unwatched call
+        paused = _pause_tripwire()  # (on when the call guard's handler runs a torch function): our own Python
         try:
             return self._handle(guard, func, args, kwargs)
         finally:
             guard.handling -= 1
+            if paused:
+                _resume_tripwire()
 
     @staticmethod
     def _handle(guard, func, args, kwargs):
@@ -517,7 +524,7 @@ class _KernelGuard(TorchDispatchMode):
             why = _unmeasurable(func, args, kwargs, inputs)
             if why:
                 guard.forbid(why)
-        out = func(*args, **(kwargs or {}))
+        out = _watched_inside(func, args, kwargs)
         outputs = opcount.tensors(out)
         if not all(type(t) in _PLAIN for t in outputs) or not all(type(t) in _PLAIN for t in inputs):
             # a subclass's methods and properties are the learner's Python: never call them here (they would run
@@ -539,6 +546,98 @@ class _KernelGuard(TorchDispatchMode):
 
 
 _UNSEEN = "this case measures memory and work and cannot see"
+
+# Where the Python that may run inside a guard's own handler lies (torch's, the standard library's, the grader's):
+# a torch op runs there with that guard's mode off the stack, and Python it calls back (a finalizer freed by the
+# op, a weakref callback, an autograd hook, __index__ read by its argument parser) would run unwatched.
+_TRUSTED: list[tuple[str, ...]] = [()]  # path prefixes; none set: nothing is watched inside (set_trusted_code)
+
+
+_STDLIB: list[tuple[str, ...]] = [()]  # the standard library's folders
+_COMPILER = [os.path.join(os.path.dirname(torch.__file__), "_dynamo", "")]  # torch.compile's frame hook
+
+
+def set_trusted_code(folders: list[str], stdlib: list[str]) -> None:
+    """The worker names where Python and its packages lie, and the grader's own package; and the standard library."""
+    _TRUSTED[0] = (*(f.rstrip("/") + "/" for f in folders if f), "<frozen ")
+    _STDLIB[0] = (*(f.rstrip("/") + "/" for f in stdlib if f), "<frozen ")
+
+
+# weakref.finalize calls the function it was given from the standard library's Python, a C function (torch.matmul
+# with out=) without a frame of the learner's: a C function it calls there is refused, but the pop of its registry
+_FINALIZER, _FINALIZERS = weakref.finalize.__call__.__code__, weakref.finalize._registry
+
+
+_TRIPWIRE = [False]  # the profile hook below is on (the grader's own Python runs with it off)
+
+
+def _watched_inside(func, args, kwargs):
+    """Run torch's ``func`` for a guard's handler, with a profile hook on that refuses any Python called there from
+    outside the trusted folders (the learner's code, run where no guard sees it)."""
+    if not _TRUSTED[0] or _TRIPWIRE[0]:
+        return func(*args, **(kwargs or {}))
+    _setprofile(_inside)
+    _TRIPWIRE[0] = True
+    try:
+        return func(*args, **(kwargs or {}))
+    finally:
+        _setprofile(None)
+        _TRIPWIRE[0] = False
+
+
+def _pause_tripwire() -> bool:
+    if not _TRIPWIRE[0]:
+        return False
+    _setprofile(None)
+    _TRIPWIRE[0] = False
+    return True
+
+
+def _resume_tripwire() -> None:
+    _setprofile(_inside)
+    _TRIPWIRE[0] = True
+
+
+def _made_for_the_compiler(frame) -> bool:
+    """Code torch.compile's frame hook calls inside the guards' handlers (it runs at every frame entered there):
+    made at run time (no file), by a trusted module in its namespace (a dataclass's generated ``__init__``) or a
+    namedtuple's ``__new__``, and called by the hook itself (through the standard library at most)."""
+    caller = frame.f_back
+    while caller is not None and not caller.f_code.co_filename.startswith(_COMPILER[0]):
+        file = caller.f_code.co_filename
+        if not file.startswith(_STDLIB[0]) or "-packages/" in file:  # site-packages, dist-packages
+            return False
+        caller = caller.f_back
+    if caller is None:
+        return False
+    namespace = frame.f_globals
+    name = namespace.get("__name__")
+    if not isinstance(name, str):
+        return False
+    if name.startswith("namedtuple_") and namespace.get("_tuple_new") is tuple.__new__ and len(namespace) == 3:
+        return True  # collections.namedtuple's: `lambda _cls, a, b: _tuple_new(_cls, (a, b))`, nothing else
+    module = sys.modules.get(name)
+    return (module is not None and getattr(module, "__dict__", None) is namespace
+            and str(getattr(module, "__file__", None) or "").startswith(_TRUSTED[0]))
+
+
+def _inside(frame, event, arg):
+    if event == "call":  # Python starts: torch's own, or the learner's called back
+        if frame.f_code.co_filename.startswith(_TRUSTED[0]) or _made_for_the_compiler(frame):
+            return
+        what = f"{frame.f_code.co_name[:40]} (line {frame.f_lineno})"
+    elif event == "c_call" and frame.f_code is _FINALIZER and getattr(arg, "__self__", None) is not _FINALIZERS:
+        what = f"{getattr(arg, '__name__', 'a function')[:40]} (a weakref.finalize callback)"  # torch.matmul(..., out=)
+    else:
+        return
+    what += (" called back from inside a torch op (no guard watches there: compute in your own function, not in a "
+             "__del__, weakref callback or autograd hook)")
+    guard = _ACTIVE[-1] if _ACTIVE else None
+    _setprofile(None)
+    if guard is not None:
+        guard.forbid(what)
+    _REPORT[0](forbidden=what)
+    raise ForbiddenCall(what)
 
 
 def _unmeasurable(func, args, kwargs, tensors) -> str:

@@ -20,6 +20,7 @@ import sys
 
 import torch
 
+from torchcode.grader import guards
 from torchcode.grader.guards import _ACTIVE, _LEAVING, _REPORT, EXPORT_FUNCTIONS, ForbiddenCall
 
 # Names whose mere use in a submission means switching guards off or reading the grader.
@@ -74,6 +75,25 @@ ATTRIBUTES_ONLY = {"callbacks"}
 
 class HelperHatch(ImportError):
     """A helper module beside the submission names an escape hatch (or is compiled, with no source to read)."""
+
+
+def trust_installed_code() -> None:
+    """Python that may run inside the guards' handlers (guards.set_trusted_code): the standard library's, the
+    installed packages' (torch's) and the grader's."""
+    import site
+    import sysconfig
+
+    import torchcode
+
+    folders = [sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")]
+    try:
+        folders += [*site.getsitepackages(), site.getusersitepackages()]
+    except (AttributeError, OSError):  # an old virtualenv's site module has neither
+        pass
+    folders += [os.path.dirname(torchcode.__file__), os.path.dirname(torch.__file__)]
+    stdlib = [sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib")]
+    both = lambda fs: sorted({os.path.realpath(f) for f in fs if f} | {f for f in fs if f})  # noqa: E731
+    guards.set_trusted_code(both(folders), both(stdlib))
 
 
 def watch_helper_imports(folders: list[str]) -> None:

@@ -594,7 +594,10 @@ def error_result(res: CaseResult, err: dict) -> CaseResult:
                "(--memory-limit). Look for a tensor far larger than the inputs.")
     elif res.verdict is Verdict.FORBIDDEN_CALL:
         names = err.get("names") or []
-        msg = (f"your code used {', '.join(names)}, which this problem forbids: write it yourself from basic tensor ops"
-               if names and err.get("stage") != "in its source" else msg)  # an escape hatch in the source: why
+        if names and err.get("stage") != "in its source":  # an escape hatch in the source: its message says why
+            apis = [n for n in names if " " not in n]  # a library's function or class, by name
+            said = [f"your code used {', '.join(apis)}, which this problem forbids: write it yourself from basic "
+                    "tensor ops"] if apis else []
+            msg = "; ".join(said + [f"your code used {n}" for n in names if n not in apis])  # each says why
     res.message = msg[:2000]
     return res
