@@ -21,11 +21,14 @@ longer take it back; a learner who catches our exception still gets the verdict.
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import functools
 import gc
 import importlib
 import os
 import sys
+import types
 import warnings
 import weakref
 from sys import setprofile as _setprofile  # the real one (the worker wraps sys's)
@@ -557,10 +560,19 @@ _STDLIB: list[tuple[str, ...]] = [()]  # the standard library's folders
 _COMPILER = [os.path.join(os.path.dirname(torch.__file__), "_dynamo", "")]  # torch.compile's frame hook
 
 
-def set_trusted_code(folders: list[str], stdlib: list[str]) -> None:
-    """The worker names where Python and its packages lie, and the grader's own package; and the standard library."""
+_LEARNERS: list[tuple[str, ...]] = [()]  # the learner's folders: never trusted, wherever they lie
+
+
+def set_trusted_code(folders: list[str], stdlib: list[str], learners: list[str]) -> None:
+    """The worker names where Python and its packages lie, and the grader's own package; the standard library; and
+    the learner's folders (a submission saved in site-packages is not trusted for it)."""
     _TRUSTED[0] = (*(f.rstrip("/") + "/" for f in folders if f), "<frozen ")
     _STDLIB[0] = (*(f.rstrip("/") + "/" for f in stdlib if f), "<frozen ")
+    _LEARNERS[0] = tuple(f.rstrip("/") + "/" for f in learners if f)
+
+
+def _trusted_file(file: str) -> bool:
+    return file.startswith(_TRUSTED[0]) and not file.startswith(_LEARNERS[0])
 
 
 # weakref.finalize calls the function it was given from the standard library's Python, a C function (torch.matmul
@@ -598,11 +610,49 @@ def _resume_tripwire() -> None:
     _TRIPWIRE[0] = True
 
 
-def _made_for_the_compiler(frame) -> bool:
-    """Code torch.compile's frame hook calls inside the guards' handlers (it runs at every frame entered there):
-    made at run time (no file), by a trusted module in its namespace (a dataclass's generated ``__init__``) or a
-    namedtuple's ``__new__``, and called by the hook itself (through the standard library at most)."""
+def _definers() -> frozenset:
+    """The standard library's code generators (collections.namedtuple, dataclasses): what they compile and run only
+    defines functions, from field names (identifiers), never from values."""
+    codes = {collections.namedtuple.__code__}
+    for obj in vars(dataclasses).values():
+        for fn in ([obj] if isinstance(obj, types.FunctionType) else
+                   vars(obj).values() if isinstance(obj, type) and obj.__module__ == "dataclasses" else []):
+            if isinstance(fn, types.FunctionType):
+                codes.add(fn.__code__)
+    return frozenset(codes)
+
+
+_DEFINERS = _definers()
+_NAMEDTUPLE_NEW: dict = {}  # code object -> whether it is the __new__ collections.namedtuple makes
+
+
+def _namedtuple_new(code, namespace: dict) -> bool:
+    """A namedtuple's ``__new__`` (``lambda _cls, a, b: _tuple_new(_cls, (a, b))``), checked against the code
+    namedtuple makes for those fields: it builds a tuple and calls nothing else."""
+    if not (str(namespace.get("__name__")).startswith("namedtuple_") and namespace.get("_tuple_new") is tuple.__new__
+            and namespace.get("__builtins__") == {} and len(namespace) == 3):
+        return False
+    if code not in _NAMEDTUPLE_NEW:
+        fields = code.co_varnames[1:code.co_argcount]
+        made = compile(f"lambda _cls, {repr(tuple(fields)).replace(chr(39), '')[1:-1]}: "
+                       f"_tuple_new(_cls, ({repr(tuple(fields)).replace(chr(39), '')[1:-1]}))", "<string>", "eval")
+        lam = next((c for c in made.co_consts if isinstance(c, types.CodeType)), None)
+        _NAMEDTUPLE_NEW[code] = lam is not None and code.co_varnames[:1] == ("_cls",) and (
+            code.co_code, code.co_names, code.co_consts) == (lam.co_code, lam.co_names, lam.co_consts)
+    return _NAMEDTUPLE_NEW[code]
+
+
+def _generated_for_torch(frame) -> bool:
+    """Code made at run time (no file) that torch's own code runs inside the guards' handlers: a namedtuple or
+    dataclass being defined (in a module torch imports there, as printing a tensor does the first time), a
+    namedtuple's ``__new__``, or what torch.compile's frame hook (it runs at every frame entered there) calls
+    itself, through the standard library at most: a dataclass's ``__init__`` made in a trusted module's namespace."""
     caller = frame.f_back
+    if caller is not None and caller.f_code in _DEFINERS:
+        return True
+    namespace = frame.f_globals
+    if _namedtuple_new(frame.f_code, namespace):
+        return True
     while caller is not None and not caller.f_code.co_filename.startswith(_COMPILER[0]):
         file = caller.f_code.co_filename
         if not file.startswith(_STDLIB[0]) or "-packages/" in file:  # site-packages, dist-packages
@@ -610,20 +660,14 @@ def _made_for_the_compiler(frame) -> bool:
         caller = caller.f_back
     if caller is None:
         return False
-    namespace = frame.f_globals
-    name = namespace.get("__name__")
-    if not isinstance(name, str):
-        return False
-    if name.startswith("namedtuple_") and namespace.get("_tuple_new") is tuple.__new__ and len(namespace) == 3:
-        return True  # collections.namedtuple's: `lambda _cls, a, b: _tuple_new(_cls, (a, b))`, nothing else
-    module = sys.modules.get(name)
+    module = sys.modules.get(namespace.get("__name__")) if isinstance(namespace.get("__name__"), str) else None
     return (module is not None and getattr(module, "__dict__", None) is namespace
-            and str(getattr(module, "__file__", None) or "").startswith(_TRUSTED[0]))
+            and _trusted_file(str(getattr(module, "__file__", None) or "")))
 
 
 def _inside(frame, event, arg):
     if event == "call":  # Python starts: torch's own, or the learner's called back
-        if frame.f_code.co_filename.startswith(_TRUSTED[0]) or _made_for_the_compiler(frame):
+        if _trusted_file(frame.f_code.co_filename) or _generated_for_torch(frame):
             return
         what = f"{frame.f_code.co_name[:40]} (line {frame.f_lineno})"
     elif event == "c_call" and frame.f_code is _FINALIZER and getattr(arg, "__self__", None) is not _FINALIZERS:

@@ -77,9 +77,9 @@ class HelperHatch(ImportError):
     """A helper module beside the submission names an escape hatch (or is compiled, with no source to read)."""
 
 
-def trust_installed_code() -> None:
-    """Python that may run inside the guards' handlers (guards.set_trusted_code): the standard library's, the
-    installed packages' (torch's) and the grader's."""
+def _trusted_folders() -> tuple[list[str], list[str]]:
+    """Where the Python that may run inside the guards' handlers lies (the standard library, the installed packages,
+    torch and the grader), and the standard library alone: each as given and as a real path."""
     import site
     import sysconfig
 
@@ -93,7 +93,14 @@ def trust_installed_code() -> None:
     folders += [os.path.dirname(torchcode.__file__), os.path.dirname(torch.__file__)]
     stdlib = [sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib")]
     both = lambda fs: sorted({os.path.realpath(f) for f in fs if f} | {f for f in fs if f})  # noqa: E731
-    guards.set_trusted_code(both(folders), both(stdlib))
+    return both(folders), both(stdlib)
+
+
+def trust_installed_code(learners: list[str]) -> None:
+    """Python that may run inside the guards' handlers (guards.set_trusted_code): never from the learner's folders,
+    wherever they lie (a submission saved among the installed packages is the learner's all the same)."""
+    real = [os.path.realpath(f) for f in learners if f]
+    guards.set_trusted_code(*_trusted_folders(), sorted({*real, *(f for f in learners if f)}))
 
 
 def watch_helper_imports(folders: list[str]) -> None:
@@ -117,6 +124,8 @@ def watch_helper_imports(folders: list[str]) -> None:
     except (AttributeError, OSError):  # an old virtualenv's site module has neither
         pass
     installed = {os.path.realpath(p) for p in places if p}
+    # ... but where the folder itself lies among them (a submission saved in site-packages), all of it is the learner's
+    installed = {p for p in installed if not any(under(r, [p]) for r in roots)}
 
     def mine(path) -> bool:
         real = os.path.realpath(str(path))

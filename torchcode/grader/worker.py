@@ -348,7 +348,7 @@ class Worker:
         hatches.watch_exports()
         hatches.watch_registrations()
         hatches.refuse_hooks()
-        hatches.trust_installed_code()
+        hatches.trust_installed_code(self.folders or [os.path.dirname(self.path)])
         hatches.watch_helper_imports(self.folders or [os.path.dirname(self.path)])
         _hide_grader_modules()
         module = types.ModuleType("submission")
