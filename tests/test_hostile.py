@@ -827,9 +827,9 @@ def test_a_helper_named_like_a_module_the_session_imports_never_runs_unconfined(
 
 
 def test_a_submission_saved_among_the_installed_packages_is_still_the_learners(cli, tmp_path):
-    """The grader trusts Python's and torch's own code inside its guards' handlers, by where it lies: a file saved in
-    the user's site-packages folder (writable by any user) passed for torch's own there, and a weakref callback of its
-    own computed flash attention's full score matrix unmeasured."""
+    """Inside its guards' handlers the grader tells torch's own code from the learner's by where it lies: a file saved
+    in the user's site-packages folder (writable by any user) passed for torch's own there, and a weakref callback of
+    its own computed flash attention's full score matrix unmeasured."""
     home = tmp_path / "home"
     site = home / ".local" / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
     site.mkdir(parents=True)
@@ -837,5 +837,4 @@ def test_a_submission_saved_among_the_installed_packages_is_still_the_learners(c
     r = cli("check", str(site / "kernel.py"), "--problem", "flash_attention", "--device", "cpu", "--seed", "1",
             "--json", env={"HOME": str(home)})
     report = json.loads(r.out)
-    assert (r.code, report["verdict"]) == (1, "forbidden_call"), report["message"]
-    assert "called back from inside a torch op" in report["message"]
+    assert (r.code, report["verdict"]) == (1, "too_much_memory"), report["message"]  # watched, as anywhere else

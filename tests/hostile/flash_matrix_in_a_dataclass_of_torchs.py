@@ -1,4 +1,4 @@
-# expect: forbidden_call
+# expect: too_much_memory
 # problem: flash_attention
 # Hostile: a dataclass made in torch's name (make_dataclass with __module__ "torch": its generated __init__ runs in torch's
 # namespace) is a weakref callback; its fields' default factories are torch's own C functions (out=), so no Python

@@ -1,4 +1,4 @@
-# expect: forbidden_call
+# expect: too_much_memory
 # problem: flash_attention
 # Hostile: computes the full S x S score matrix (softmax over all keys at once) where no guard watches it:
 # in the __del__ of a bytearray subclass that backs a tensor made with torch.frombuffer. Tensor.set_ drops

@@ -1,4 +1,4 @@
-# expect: forbidden_call
+# expect: too_much_memory
 # problem: flash_attention
 # Hostile: computes the full S x S score matrix in a weakref callback. The object it watches is held only by a
 # tensor's storage (torch.frombuffer); Tensor.set_ frees that storage inside the aten kernel, inside the dispatch

@@ -1,4 +1,4 @@
-# expect: forbidden_call
+# expect: too_much_memory
 # problem: flash_attention
 # Hostile: the full S x S score matrix computed by torch's own C functions (out=) that weakref.finalize calls when
 # the objects they watch die: no Python of the learner's runs there. The objects are held only by a tensor's storage

@@ -1,4 +1,4 @@
-# expect: forbidden_call
+# expect: too_much_memory
 # problem: linear_attention
 # Hostile: builds the S x S matrix phi(Q) phi(K)^T in a generator's finally block. The suspended generator is held
 # only by an object behind a tensor's storage (torch.frombuffer); Tensor.set_ frees it inside the aten kernel, so

@@ -1,4 +1,4 @@
-# expect: forbidden_call
+# expect: too_much_memory
 # problem: linear_attention
 # Hostile: the quadratic form (phi(Q) phi(K)^T, a B x S x S matrix) computed in the __del__ of a bytearray
 # subclass backing a torch.frombuffer tensor; Tensor.set_ frees that storage inside the aten kernel, inside the

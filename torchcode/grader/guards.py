@@ -425,6 +425,9 @@ def _leaves_torch(guard: Guard, func, args) -> str | None:
         return f"Tensor.{name} during the call (what it runs is not watched there: use torch.autograd.grad)"
     if name in SCALARS or name in TEXT:
         guard.scalars += _shown(args[0]) if name in TEXT and args else 1
+        if guard.scalars > MAX_SCALARS and name in TEXT:  # printing while debugging, most likely: say what may be
+            return (f"Tensor.{name} of more than {MAX_SCALARS} elements in one call (printed text takes tensor data "
+                    f"out of torch where this case measures work: print a slice, t[..., :4], or t.shape)")
         if guard.scalars > MAX_SCALARS:
             return f"Tensor.{name} on more than {MAX_SCALARS} elements in one call ({_LEAVING})"
     return None
@@ -576,7 +579,7 @@ def _trusted_file(file: str) -> bool:
 
 
 # weakref.finalize calls the function it was given from the standard library's Python, a C function (torch.matmul
-# with out=) without a frame of the learner's: a C function it calls there is refused, but the pop of its registry
+# with out=) without a frame of the learner's: a C function it calls there is watched, but the pop of its registry
 _FINALIZER, _FINALIZERS = weakref.finalize.__call__.__code__, weakref.finalize._registry
 
 
@@ -665,23 +668,49 @@ def _generated_for_torch(frame) -> bool:
             and _trusted_file(str(getattr(module, "__file__", None) or "")))
 
 
+# The guards' modes put back on their stacks while the learner's code that torch called back inside a handler runs
+_PUSH_CALLS, _POP_CALLS = torch._C._push_on_torch_function_stack, torch._C._pop_torch_function_stack
+_PUSH_KERNELS, _POP_KERNELS = torch._C._push_on_torch_dispatch_stack, torch._C._pop_torch_dispatch_stack
+_REARMED: list = []  # (frame, the C function it called or None, call mode put back, kernel mode put back)
+
+
 def _inside(frame, event, arg):
+    """The profile hook while torch runs an op for a guard's handler (that guard's mode off the stack): the learner's
+    code torch calls back there (a saved-tensor hook, ``__index__`` of a size, a ``__del__`` or weakref callback as
+    the op frees a storage, a generator closed there) runs with the guards' modes put back, watched and measured like
+    the rest of the call, and so does a C function ``weakref.finalize`` calls there (``torch.matmul(..., out=)``)."""
     if event == "call":  # Python starts: torch's own, or the learner's called back
-        if _trusted_file(frame.f_code.co_filename) or _generated_for_torch(frame):
-            return
-        what = f"{frame.f_code.co_name[:40]} (line {frame.f_lineno})"
-    elif event == "c_call" and frame.f_code is _FINALIZER and getattr(arg, "__self__", None) is not _FINALIZERS:
-        what = f"{getattr(arg, '__name__', 'a function')[:40]} (a weakref.finalize callback)"  # torch.matmul(..., out=)
-    else:
-        return
-    what += (" called back from inside a torch op (no guard watches there: compute in your own function, not in a "
-             "__del__, weakref callback or autograd hook)")
+        if not (_trusted_file(frame.f_code.co_filename) or _generated_for_torch(frame)):
+            _rearm(frame, None)
+    elif event == "return":
+        if _REARMED and _REARMED[-1][0] is frame and _REARMED[-1][1] is None:
+            _disarm()
+    elif event == "c_call":
+        if frame.f_code is _FINALIZER and getattr(arg, "__self__", None) is not _FINALIZERS:
+            _rearm(frame, arg)
+    elif _REARMED and _REARMED[-1][0] is frame and _REARMED[-1][1] is arg:  # c_return, c_exception
+        _disarm()
+
+
+def _rearm(frame, called) -> None:
     guard = _ACTIVE[-1] if _ACTIVE else None
-    _setprofile(None)
-    if guard is not None:
-        guard.forbid(what)
-    _REPORT[0](forbidden=what)
-    raise ForbiddenCall(what)
+    if guard is None or guard._modes is None:
+        return
+    C = torch._C
+    calls, kernels = C._len_torch_function_stack() < guard._depth[0], C._len_torch_dispatch_stack() < guard._depth[1]
+    if kernels:
+        _PUSH_KERNELS(guard._modes[1])
+    if calls:
+        _PUSH_CALLS(guard._modes[0])
+    _REARMED.append((frame, called, calls, kernels))
+
+
+def _disarm() -> None:
+    _, _, calls, kernels = _REARMED.pop()
+    if calls:
+        _POP_CALLS()
+    if kernels:
+        _POP_KERNELS(None)
 
 
 def _unmeasurable(func, args, kwargs, tensors) -> str:

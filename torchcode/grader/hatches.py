@@ -103,6 +103,23 @@ def trust_installed_code(learners: list[str]) -> None:
     guards.set_trusted_code(*_trusted_folders(), sorted({*real, *(f for f in learners if f)}))
 
 
+def compile_without_fullgraph() -> None:
+    """torch.compile(fullgraph=True) never compiles under the guards (torch.compile traces no frame while a
+    dispatch mode not its own is on, and fullgraph turns that into an error: "found no compiled frames"), so correct
+    code failed for the grader's sake. The worker drops ``fullgraph``: it only asks compile to refuse graph breaks,
+    and changes no result."""
+    real = torch.compile
+    if getattr(real, "__torchcode_watched__", False):
+        return
+
+    def compile(*args, **kwargs):  # noqa: A001 - torch.compile's own name
+        kwargs.pop("fullgraph", None)
+        return real(*args, **kwargs)
+
+    compile.__doc__, compile.__torchcode_watched__ = real.__doc__, True
+    torch.compile = compile
+
+
 def watch_helper_imports(folders: list[str]) -> None:
     """Scan the source of every module imported from the learner's folders (helpers beside the file) as the main
     file is scanned, before it runs: the scan of the main file alone let a helper module switch the guards off.

@@ -349,6 +349,7 @@ class Worker:
         hatches.watch_registrations()
         hatches.refuse_hooks()
         hatches.trust_installed_code(self.folders or [os.path.dirname(self.path)])
+        hatches.compile_without_fullgraph()
         hatches.watch_helper_imports(self.folders or [os.path.dirname(self.path)])
         _hide_grader_modules()
         module = types.ModuleType("submission")
