@@ -30,16 +30,18 @@ def _mask(rng, *shape):
     return m | torch.nn.functional.one_hot(first, shape[-1]).bool()
 
 
-@case(targets="a long padding mask that is almost all True, its first and last keys allowed, one or two keys hidden "
-              "inside: every False counts (a mask may be skipped only when all of it is True)")
+@case(targets="a long padding mask (65 keys) that is almost all True, its first and last keys allowed, one or two keys "
+              "hidden inside: every False counts (a mask may be skipped only when all of it is True), and so does the "
+              "last key, alone past 64")
 def mask_almost_all_true(rng):
-    mask = torch.ones(2, 3, 64, dtype=torch.bool)
-    mask[0, :, 37] = False  # one hidden key in 64 (98% True), not at an edge
+    # 65 keys: 1 past every tile of 2..64 keys, so keys visited in tiles whose count is rounded down drop the last one
+    mask = torch.ones(2, 3, 65, dtype=torch.bool)
+    mask[0, :, 37] = False  # one hidden key in 65 (98% True), not at an edge
     mask[1, :, 20:22] = False
-    K = rng.randn(2, 64, 8)
+    K = rng.randn(2, 65, 8)
     K[0, 37], K[1, 20] = 3 * K[0, 37].sign(), 3 * K[1, 20].sign()  # the hidden keys would weigh a lot if seen
     Q = K[:, [37, 20, 5]].clone() + 0.1 * rng.randn(2, 3, 8)
-    return Case(steps=[Call(Q, K, rng.randn(2, 64, 8), mask)])
+    return Case(steps=[Call(Q, K, rng.randn(2, 65, 8), mask)])
 
 
 @case(targets="a mask that allows everything for batch element 0 only: every element's mask counts (a mask may be "
@@ -52,9 +54,12 @@ def mask_all_true_for_first_element(rng):
     return Case(steps=[Call(rng.randn(3, 5, 8), rng.randn(3, 7, 8), rng.randn(3, 7, 8), mask)])
 
 
-@case(targets="3-D inputs with Lq != Lk and Dv != Dk: softmax over keys, scale by sqrt(Dk)")
+@case(targets="3-D inputs with Lq != Lk (65 queries, 33 keys) and Dv != Dk: softmax over keys, scale by sqrt(Dk); "
+              "every query row computed, the last one too (alone past 64)")
 def batched_3d(rng):
-    return Case(steps=[Call(rng.randn(2, 5, 16), rng.randn(2, 7, 16), rng.randn(2, 7, 24))])
+    # Lq = 65 and Lk = 33: one past a whole number of chunks for every chunk size of 2..64 queries (2..32 keys), so
+    # a chunk count rounded down drops the last query (or key)
+    return Case(steps=[Call(rng.randn(2, 65, 16), rng.randn(2, 33, 16), rng.randn(2, 33, 24))])
 
 
 @case(targets="the scale follows the keys' width Dk: Q and K padded with zero features act as halved queries")
