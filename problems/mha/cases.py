@@ -54,9 +54,11 @@ def query_is_key_not_value(rng):
     return mha(32, 4, (x, Alias(0, 0), rng.randn(2, 6, 32)))
 
 
-@case(targets="Sq != Sk: keys and values split with their own length")
+@case(targets="Sq != Sk (65 queries, 33 keys): keys and values split with their own length; every query row "
+              "computed, the last one too (alone past 64)")
 def different_lengths(rng):
-    return mha(32, 4, (rng.randn(2, 5, 32), rng.randn(2, 9, 32), rng.randn(2, 9, 32)))
+    # 65 and 33: one past a whole number of chunks of 2..64 queries (2..32 keys): a chunk count rounded down drops one
+    return mha(32, 4, (rng.randn(2, 65, 32), rng.randn(2, 33, 32), rng.randn(2, 33, 32)))
 
 
 @case(targets="8 narrow heads (d_k = 6): scale by sqrt(d_k), transpose before merging; a 2-head layer is built beside "
@@ -67,9 +69,10 @@ def many_heads(rng):
     return c
 
 
-@case(targets="a single head equals plain attention with projections")
+@case(targets="a single head equals plain attention with projections; 65 keys, the last one alone past 64")
 def one_head(rng):
-    return mha(16, 1, (rng.randn(2, 4, 16), rng.randn(2, 6, 16), rng.randn(2, 6, 16)))
+    # 65 keys: one past a whole number of key tiles of 2..64, so a tile count rounded down drops the last key
+    return mha(16, 1, (rng.randn(2, 4, 16), rng.randn(2, 65, 16), rng.randn(2, 65, 16)))
 
 
 @case(targets="one query token: batch 1, then a batch of 3 (a decoding step per sequence, each with its own query)")
