@@ -41,9 +41,11 @@ def cross(rng, d_model, num_heads, B, Sq, Skv, scale=1.0):
                 steps=[Call(rng.randn(B, Sq, d_model, scale=scale), rng.randn(B, Skv, d_model, scale=scale))])
 
 
-@case(targets="short decoder, longer encoder: keys and values come from x_kv")
+@case(targets="short decoder, longer encoder (65 memory tokens): keys and values come from x_kv, every memory token "
+              "counts, the last one too (alone past 64)")
 def decoder_reads_encoder(rng):
-    return cross(rng, 32, 4, B=2, Sq=3, Skv=10)
+    # 65: one past a whole number of memory tiles of 2..64, so a tile count rounded down drops the last memory token
+    return cross(rng, 32, 4, B=2, Sq=3, Skv=65)
 
 
 @case(targets="one head: the head dim is 1 and d_k is d_model (squeeze nothing you did not make)")
@@ -51,9 +53,10 @@ def one_head(rng):
     return cross(rng, 16, 1, B=2, Sq=3, Skv=5)
 
 
-@case(targets="queries longer than the memory")
+@case(targets="queries longer than the memory (65 queries): every query row computed, the last one too (alone past 64)")
 def more_queries(rng):
-    return cross(rng, 32, 4, B=2, Sq=9, Skv=4)
+    # 65: one past a whole number of query chunks of 2..64, so a chunk count rounded down drops the last query
+    return cross(rng, 32, 4, B=2, Sq=65, Skv=4)
 
 
 @case(targets="a long encoder memory (147 tokens, a multiple of no tile size): every memory token counts, and a "
