@@ -11,9 +11,10 @@ def qkv(rng, B, S, D, scale=1.0):
     return [rng.randn(B, S, D, scale=scale) for _ in range(3)]
 
 
-@case(targets="window 2 on both sides: |i - j| <= 2, edges included")
+@case(targets="window 2 on both sides: |i - j| <= 2, edges included; 65 positions, the last one alone past 64")
 def window_two(rng):
-    return Case(steps=[Call(*qkv(rng, 2, 11, 16), 2)])
+    # 65: one past a whole number of chunks of 2..64 queries or keys, so a chunk count rounded down drops the last one
+    return Case(steps=[Call(*qkv(rng, 2, 65, 16), 2)])
 
 
 @case(targets="outputs do not depend on tokens outside the window (both sides)")
