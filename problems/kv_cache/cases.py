@@ -63,9 +63,12 @@ def decode_from_scratch(rng):
     return chunks_then_full(rng, 24, 3, B=1, sizes=[1, 1, 1, 1, 1])
 
 
-@case(targets="one head, batch 3, uneven chunks")
+@case(targets="one head, batch 3, uneven chunks: a prefill of 65, then 31 and 33 new tokens (65 and 129 keys), then "
+              "all 129 at once; the last new token and the last key, alone past 64, count")
 def one_head(rng):
-    return chunks_then_full(rng, 16, 1, B=3, sizes=[2, 4, 3])
+    # 65, 33 and 129 new tokens, 65 and 129 keys: one past a whole number of chunks of 2..64 (2..32 for 33), so a
+    # chunk count rounded down drops the last new token or key
+    return chunks_then_full(rng, 16, 1, B=3, sizes=[65, 31, 33])
 
 
 @case(targets="large activations while decoding: a stable softmax over the cache")
