@@ -83,9 +83,12 @@ def prefill_then_decode(rng):
     return chunks_then_full(rng, config(), 8, B=2, sizes=[5, 1, 1])
 
 
-@case(targets="chunked prefill on the flash path: the causal mask needs the cache offset")
+@case(targets="chunked prefill on the flash path: the causal mask needs the cache offset; a last chunk of 33 new "
+              "tokens on a cache of 32 (65 keys), then all 65 at once: the last token, alone past 64 (or 32), counts")
 def chunked_prefill_flash(rng):
-    return chunks_then_full(rng, config(hidden=48, heads=6, kv=3, flash=True), 8, B=1, sizes=[3, 4, 2])
+    # 33 new tokens, 65 keys and 65 positions: one past a whole number of chunks of 2..32 (2..64), so a chunk count
+    # rounded down drops the last new token or key
+    return chunks_then_full(rng, config(hidden=48, heads=6, kv=3, flash=True), 8, B=1, sizes=[3, 29, 33])
 
 
 def padded_prompt_then_decode(rng, cfg, hd, lengths, S, new_tokens=1):
@@ -233,11 +236,15 @@ def rope_theta_1e6(rng):
     return chunks_then_full(rng, config(flash=True), 8, B=2, sizes=[4, 3, 1], tables=rope_tables(8, 8, theta=1e6))
 
 
-@case(targets="cos/sin that come from no theta at all: apply exactly the tables you are given")
+@case(targets="cos/sin that come from no theta at all: apply exactly the tables you are given (slow path, a prefill "
+              "of 32, then a chunk of 33 new tokens over 65 keys, then all 65 at once: the last token, alone past 64 "
+              "(or 32), counts)")
 def rope_arbitrary_tables(rng):
-    angles = rng.uniform(7, 8, low=-3.14159, high=3.14159)  # (S, head_dim / 2): any rotation per position and pair
+    angles = rng.uniform(65, 8, low=-3.14159, high=3.14159)  # (S, head_dim / 2): any rotation per position and pair
     tables = torch.cat([angles.cos()] * 2, dim=-1), torch.cat([angles.sin()] * 2, dim=-1)
-    return chunks_then_full(rng, config(hidden=64, heads=4, kv=2), 16, B=2, sizes=[5, 2], tables=tables)
+    # 33 new tokens, 65 keys and 65 positions on the slow path (flash_attn=False): one past a whole number of chunks
+    # of 2..32 (2..64), so a chunk count rounded down drops the last new token or key
+    return chunks_then_full(rng, config(hidden=64, heads=4, kv=2), 16, B=2, sizes=[32, 33], tables=tables)
 
 
 @case(targets="dropout in the config, eval mode, fast path (prefill and chunks): no dropout applied")
