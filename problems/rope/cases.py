@@ -43,9 +43,11 @@ def relative_position(rng):
         "the same function for q and k")])
 
 
-@case(targets="long sequence, wide head: small and large angles")
+@case(targets="long sequence (65 positions), wide head: small and large angles; the last position, alone past 64, "
+              "is rotated too")
 def long_sequence(rng):
-    return Case(steps=[Call(rng.randn(1, 64, 32), rng.randn(1, 64, 32))])
+    # 65: one past a whole number of chunks of 2..64 positions, so a chunk count rounded down drops the last one
+    return Case(steps=[Call(rng.randn(1, 65, 32), rng.randn(1, 65, 32))])
 
 
 @case(targets="a short call, then a long one (600 tokens) with the same width and base: every position gets its own "
