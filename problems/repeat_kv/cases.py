@@ -11,9 +11,10 @@ def two_heads_twice(rng):
     return Case(steps=[Call(rng.randn(2, 5, 2, 8), 2)])
 
 
-@case(targets="three KV heads repeated four times")
+@case(targets="three KV heads repeated four times, 65 positions (the last one alone past 64)")
 def three_heads_four_times(rng):
-    return Case(steps=[Call(rng.randn(1, 7, 3, 4), 4)])
+    # 65: one past a whole number of chunks of 2..64 positions, so a chunk count rounded down drops the last one
+    return Case(steps=[Call(rng.randn(1, 65, 3, 4), 4)])
 
 
 @case(targets="n_rep = 1 returns the input unchanged")
