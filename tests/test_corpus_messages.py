@@ -124,7 +124,7 @@ def test_heads_in_the_wrong_order_are_named_and_dtypes_said_once(grader, catalog
 
 @pytest.mark.parametrize("pid,name,dtype,words", [
     ("sliding_window", "negative_slice_start", "float32",
-     "Only positions 0, 1 (of 11) are wrong; positions 2..10 are right"),
+     "Only positions 0, 1 (of 65) are wrong; positions 2..64 are right"),
     ("sdpa", "ignores_mask", "float32", "changing only the keys and values where mask is False changed your output"),
     ("sdpa", "mask_unsqueezed_after_batch", "float32",
      "The call was given Q [2, 5, 16], K [2, 7, 16], V [2, 7, 8], mask [5, 7] bool."),
