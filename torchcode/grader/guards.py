@@ -31,7 +31,7 @@ import sys
 import types
 import warnings
 import weakref
-from sys import setprofile as _setprofile  # the real one (the worker wraps sys's)
+from sys import getprofile as _getprofile, setprofile as _setprofile  # the real ones (the worker wraps sys's)
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -317,6 +317,7 @@ class Guard:
         # included (inside their handlers), and a finalizer of the learner's would run there unwatched
         self._collecting = gc.isenabled()
         gc.disable()
+        _REARMED.clear()  # (nothing the learner's code left there by switching the hook off carries over)
         self._modes = [_CallGuard(self), _KernelGuard(self)]
         for m in self._modes:
             m.__enter__()
@@ -578,9 +579,10 @@ def _trusted_file(file: str) -> bool:
     return file.startswith(_TRUSTED[0]) and not file.startswith(_LEARNERS[0])
 
 
-# weakref.finalize calls the function it was given from the standard library's Python, a C function (torch.matmul
-# with out=) without a frame of the learner's: a C function it calls there is watched, but the pop of its registry
-_FINALIZER, _FINALIZERS = weakref.finalize.__call__.__code__, weakref.finalize._registry
+# weakref.finalize calls the function it was given from the standard library's Python: a C function (torch.matmul
+# with out=, a functools.partial of it) runs there without a frame of the learner's, so the finalizer's whole call
+# runs with the guards put back
+_FINALIZER = weakref.finalize.__call__.__code__
 
 
 _TRIPWIRE = [False]  # the profile hook below is on (the grader's own Python runs with it off)
@@ -591,13 +593,30 @@ def _watched_inside(func, args, kwargs):
     outside the trusted folders (the learner's code, run where no guard sees it)."""
     if not _TRUSTED[0] or _TRIPWIRE[0]:
         return func(*args, **(kwargs or {}))
+    rearmed = len(_REARMED)  # (the learner's code torch called back further out, still running)
     _setprofile(_inside)
     _TRIPWIRE[0] = True
     try:
         return func(*args, **(kwargs or {}))
     finally:
+        hook = _getprofile()
         _setprofile(None)
         _TRIPWIRE[0] = False
+        if hook is not _inside or len(_REARMED) > rearmed:
+            _unhooked(rearmed)
+
+
+def _unhooked(rearmed: int) -> None:
+    """The hook was switched off (or replaced) while the learner's code it watched ran: the modes it put back are
+    taken off again, and that is tampering."""
+    while len(_REARMED) > rearmed:
+        _disarm()
+    why = "the grader's hook inside torch's ops was switched off (a profile hook set or removed there)"
+    guard = _ACTIVE[-1] if _ACTIVE else None
+    if guard is not None:
+        guard.tampered = guard.tampered or why
+    _REPORT[0](tamper=why)
+    raise ForbiddenCall(why)
 
 
 def _pause_tripwire() -> bool:
@@ -613,19 +632,31 @@ def _resume_tripwire() -> None:
     _TRIPWIRE[0] = True
 
 
-def _definers() -> frozenset:
-    """The standard library's code generators (collections.namedtuple, dataclasses): what they compile and run only
-    defines functions, from field names (identifiers), never from values."""
-    codes = {collections.namedtuple.__code__}
+def _definition_sites() -> frozenset:
+    """Where the standard library's code generators (collections.namedtuple, dataclasses) run the code they
+    generate, as (code, line) pairs: the lines of their ``exec`` / ``eval`` calls and of the call of the function the
+    generated text defines. What runs there only defines functions, from field names (identifiers), never values."""
+    import inspect
+
+    sites = set()
+    fns = [collections.namedtuple]
     for obj in vars(dataclasses).values():
-        for fn in ([obj] if isinstance(obj, types.FunctionType) else
-                   vars(obj).values() if isinstance(obj, type) and obj.__module__ == "dataclasses" else []):
-            if isinstance(fn, types.FunctionType):
-                codes.add(fn.__code__)
-    return frozenset(codes)
+        if isinstance(obj, types.FunctionType):
+            fns.append(obj)
+        elif isinstance(obj, type) and obj.__module__ == "dataclasses":
+            fns += [f for f in vars(obj).values() if isinstance(f, types.FunctionType)]
+    for fn in fns:
+        try:
+            lines, first = inspect.getsourcelines(fn)
+        except (OSError, TypeError):
+            continue
+        for n, line in enumerate(lines):
+            if "exec(" in line or "eval(" in line or "__create_fn__']" in line or '__create_fn__"]' in line:
+                sites.add((fn.__code__, first + n))
+    return frozenset(sites)
 
 
-_DEFINERS = _definers()
+_DEFINITION_SITES = _definition_sites()
 _NAMEDTUPLE_NEW: dict = {}  # code object -> whether it is the __new__ collections.namedtuple makes
 
 
@@ -651,7 +682,8 @@ def _generated_for_torch(frame) -> bool:
     namedtuple's ``__new__``, or what torch.compile's frame hook (it runs at every frame entered there) calls
     itself, through the standard library at most: a dataclass's ``__init__`` made in a trusted module's namespace."""
     caller = frame.f_back
-    if caller is not None and caller.f_code in _DEFINERS:
+    if caller is not None and frame.f_code.co_filename == "<string>" and (
+            caller.f_code, caller.f_lineno) in _DEFINITION_SITES:
         return True
     namespace = frame.f_globals
     if _namedtuple_new(frame.f_code, namespace):
@@ -671,28 +703,23 @@ def _generated_for_torch(frame) -> bool:
 # The guards' modes put back on their stacks while the learner's code that torch called back inside a handler runs
 _PUSH_CALLS, _POP_CALLS = torch._C._push_on_torch_function_stack, torch._C._pop_torch_function_stack
 _PUSH_KERNELS, _POP_KERNELS = torch._C._push_on_torch_dispatch_stack, torch._C._pop_torch_dispatch_stack
-_REARMED: list = []  # (frame, the C function it called or None, call mode put back, kernel mode put back)
+_REARMED: list = []  # (frame, call mode put back, kernel mode put back)
 
 
 def _inside(frame, event, arg):
     """The profile hook while torch runs an op for a guard's handler (that guard's mode off the stack): the learner's
     code torch calls back there (a saved-tensor hook, ``__index__`` of a size, a ``__del__`` or weakref callback as
     the op frees a storage, a generator closed there) runs with the guards' modes put back, watched and measured like
-    the rest of the call, and so does a C function ``weakref.finalize`` calls there (``torch.matmul(..., out=)``)."""
-    if event == "call":  # Python starts: torch's own, or the learner's called back
-        if not (_trusted_file(frame.f_code.co_filename) or _generated_for_torch(frame)):
-            _rearm(frame, None)
-    elif event == "return":
-        if _REARMED and _REARMED[-1][0] is frame and _REARMED[-1][1] is None:
-            _disarm()
-    elif event == "c_call":
-        if frame.f_code is _FINALIZER and getattr(arg, "__self__", None) is not _FINALIZERS:
-            _rearm(frame, arg)
-    elif _REARMED and _REARMED[-1][0] is frame and _REARMED[-1][1] is arg:  # c_return, c_exception
+    the rest of the call, and so does a ``weakref.finalize`` callback (a C function, ``torch.matmul(..., out=)``,
+    has no frame of its own)."""
+    if event == "call":  # Python starts: torch's own, or the learner's called back (or a finalizer of theirs)
+        if frame.f_code is _FINALIZER or not (_trusted_file(frame.f_code.co_filename) or _generated_for_torch(frame)):
+            _rearm(frame)
+    elif event == "return" and _REARMED and _REARMED[-1][0] is frame:
         _disarm()
 
 
-def _rearm(frame, called) -> None:
+def _rearm(frame) -> None:
     guard = _ACTIVE[-1] if _ACTIVE else None
     if guard is None or guard._modes is None:
         return
@@ -702,11 +729,11 @@ def _rearm(frame, called) -> None:
         _PUSH_KERNELS(guard._modes[1])
     if calls:
         _PUSH_CALLS(guard._modes[0])
-    _REARMED.append((frame, called, calls, kernels))
+    _REARMED.append((frame, calls, kernels))
 
 
 def _disarm() -> None:
-    _, _, calls, kernels = _REARMED.pop()
+    _, calls, kernels = _REARMED.pop()
     if calls:
         _POP_CALLS()
     if kernels:

@@ -303,7 +303,8 @@ def refuse_hooks() -> None:
             continue
 
         def refusing(*args, __fn=fn, __at=at, __name=f"{module.lstrip('_')}.{name}"):
-            if len(args) > __at and callable(args[__at]):
+            # a callable, or any change of the profile or trace hook during a call (the grader's own is on then)
+            if len(args) > __at and callable(args[__at]) or _ACTIVE and "signal" not in __name:
                 why = f"{__name} (a hook or signal handler runs inside the grader's guards, where they cannot see it)"
                 if _ACTIVE:
                     _ACTIVE[-1].forbid(why)

@@ -108,7 +108,7 @@ MAX_ROWS = 30  # a report of more cases lists only those that fail
 
 
 def _passing(r: Report) -> str:
-    """The cases a long report does not list: "40 other cases pass" or, by dtype, "40 other cases pass in
+    """The cases a long report does not list: "40 other cases pass" or, by dtype, "129 other cases pass: 40 in
     float32, 45 in bfloat16 and 44 in float16"."""
     by_dtype: dict[str, int] = {}
     for c in r.cases:
