@@ -21,14 +21,10 @@ longer take it back; a learner who catches our exception still gets the verdict.
 
 from __future__ import annotations
 
-import collections
-import dataclasses
 import functools
 import gc
 import importlib
-import os
 import sys
-import types
 import warnings
 import weakref
 from sys import getprofile as _getprofile, setprofile as _setprofile  # the real ones (the worker wraps sys's)
@@ -453,7 +449,7 @@ def _subclassed(func, args, kwargs) -> str | None:
     """A call on a tensor subclass: its ``__torch_function__`` runs next, with this mode off the stack (where it
     could take data out of torch unseen)."""
     for t in opcount.tensors(args, kwargs):
-        if type(t) not in _PLAIN:
+        if not _plain(type(t)):
             return (f"{getattr(func, '__name__', 'a torch function')} on a tensor subclass ({_type_name(type(t))}: "
                     f"{_UNSEEN} what it runs: use plain tensors)")
     return None
@@ -463,7 +459,7 @@ def _shown(t) -> int:
     """How many of a tensor's elements its text (repr, str, format) shows: all, or the edges when summarised."""
     if not isinstance(t, torch.Tensor):
         return 0
-    if type(t) not in _PLAIN:  # its numel() or shape would be the learner's Python, run here unguarded
+    if not _plain(type(t)):  # its numel() or shape would be the learner's Python, run here unguarded
         return MAX_SCALARS + 1
     try:
         opts = torch._tensor_str.PRINT_OPTS
@@ -533,7 +529,7 @@ class _KernelGuard(TorchDispatchMode):
                 guard.forbid(why)
         out = _watched_inside(func, args, kwargs)
         outputs = opcount.tensors(out)
-        if not all(type(t) in _PLAIN for t in outputs) or not all(type(t) in _PLAIN for t in inputs):
+        if not all(_plain(type(t)) for t in outputs) or not all(_plain(type(t)) for t in inputs):
             # a subclass's methods and properties are the learner's Python: never call them here (they would run
             # inside this handler, with both guard modes off the stack). Nothing to measure where no case bounds.
             if guard.measured:
@@ -560,23 +556,22 @@ _UNSEEN = "this case measures memory and work and cannot see"
 _TRUSTED: list[tuple[str, ...]] = [()]  # path prefixes; none set: nothing is watched inside (set_trusted_code)
 
 
-_STDLIB: list[tuple[str, ...]] = [()]  # the standard library's folders
-_COMPILER = [os.path.join(os.path.dirname(torch.__file__), "_dynamo", "")]  # torch.compile's frame hook
 
 
 _LEARNERS: list[tuple[str, ...]] = [()]  # the learner's folders: never trusted, wherever they lie
 
 
-def set_trusted_code(folders: list[str], stdlib: list[str], learners: list[str]) -> None:
-    """The worker names where Python and its packages lie, and the grader's own package; the standard library; and
-    the learner's folders (a submission saved in site-packages is not trusted for it)."""
+def set_trusted_code(folders: list[str], learners: list[str]) -> None:
+    """The worker names where Python and its packages lie, and the grader's own package; and the learner's folders
+    (a submission saved in site-packages is not trusted for it)."""
     _TRUSTED[0] = (*(f.rstrip("/") + "/" for f in folders if f), "<frozen ")
-    _STDLIB[0] = (*(f.rstrip("/") + "/" for f in stdlib if f), "<frozen ")
     _LEARNERS[0] = tuple(f.rstrip("/") + "/" for f in learners if f)
 
 
-def _trusted_file(file: str) -> bool:
-    return file.startswith(_TRUSTED[0]) and not file.startswith(_LEARNERS[0])
+def _trusted_file(file) -> bool:
+    """Whether code of this file name is torch's, Python's or the grader's: an exact str only (a subclass's
+    startswith would be the learner's Python, run inside the hook)."""
+    return type(file) is str and file.startswith(_TRUSTED[0]) and not file.startswith(_LEARNERS[0])
 
 
 # weakref.finalize calls the function it was given from the standard library's Python: a C function (torch.matmul
@@ -632,74 +627,6 @@ def _resume_tripwire() -> None:
     _TRIPWIRE[0] = True
 
 
-def _definition_sites() -> frozenset:
-    """Where the standard library's code generators (collections.namedtuple, dataclasses) run the code they
-    generate, as (code, line) pairs: the lines of their ``exec`` / ``eval`` calls and of the call of the function the
-    generated text defines. What runs there only defines functions, from field names (identifiers), never values."""
-    import inspect
-
-    sites = set()
-    fns = [collections.namedtuple]
-    for obj in vars(dataclasses).values():
-        if isinstance(obj, types.FunctionType):
-            fns.append(obj)
-        elif isinstance(obj, type) and obj.__module__ == "dataclasses":
-            fns += [f for f in vars(obj).values() if isinstance(f, types.FunctionType)]
-    for fn in fns:
-        try:
-            lines, first = inspect.getsourcelines(fn)
-        except (OSError, TypeError):
-            continue
-        for n, line in enumerate(lines):
-            if "exec(" in line or "eval(" in line or "__create_fn__']" in line or '__create_fn__"]' in line:
-                sites.add((fn.__code__, first + n))
-    return frozenset(sites)
-
-
-_DEFINITION_SITES = _definition_sites()
-_NAMEDTUPLE_NEW: dict = {}  # code object -> whether it is the __new__ collections.namedtuple makes
-
-
-def _namedtuple_new(code, namespace: dict) -> bool:
-    """A namedtuple's ``__new__`` (``lambda _cls, a, b: _tuple_new(_cls, (a, b))``), checked against the code
-    namedtuple makes for those fields: it builds a tuple and calls nothing else."""
-    if not (str(namespace.get("__name__")).startswith("namedtuple_") and namespace.get("_tuple_new") is tuple.__new__
-            and namespace.get("__builtins__") == {} and len(namespace) == 3):
-        return False
-    if code not in _NAMEDTUPLE_NEW:
-        fields = code.co_varnames[1:code.co_argcount]
-        made = compile(f"lambda _cls, {repr(tuple(fields)).replace(chr(39), '')[1:-1]}: "
-                       f"_tuple_new(_cls, ({repr(tuple(fields)).replace(chr(39), '')[1:-1]}))", "<string>", "eval")
-        lam = next((c for c in made.co_consts if isinstance(c, types.CodeType)), None)
-        _NAMEDTUPLE_NEW[code] = lam is not None and code.co_varnames[:1] == ("_cls",) and (
-            code.co_code, code.co_names, code.co_consts) == (lam.co_code, lam.co_names, lam.co_consts)
-    return _NAMEDTUPLE_NEW[code]
-
-
-def _generated_for_torch(frame) -> bool:
-    """Code made at run time (no file) that torch's own code runs inside the guards' handlers: a namedtuple or
-    dataclass being defined (in a module torch imports there, as printing a tensor does the first time), a
-    namedtuple's ``__new__``, or what torch.compile's frame hook (it runs at every frame entered there) calls
-    itself, through the standard library at most: a dataclass's ``__init__`` made in a trusted module's namespace."""
-    caller = frame.f_back
-    if caller is not None and frame.f_code.co_filename == "<string>" and (
-            caller.f_code, caller.f_lineno) in _DEFINITION_SITES:
-        return True
-    namespace = frame.f_globals
-    if _namedtuple_new(frame.f_code, namespace):
-        return True
-    while caller is not None and not caller.f_code.co_filename.startswith(_COMPILER[0]):
-        file = caller.f_code.co_filename
-        if not file.startswith(_STDLIB[0]) or "-packages/" in file:  # site-packages, dist-packages
-            return False
-        caller = caller.f_back
-    if caller is None:
-        return False
-    module = sys.modules.get(namespace.get("__name__")) if isinstance(namespace.get("__name__"), str) else None
-    return (module is not None and getattr(module, "__dict__", None) is namespace
-            and _trusted_file(str(getattr(module, "__file__", None) or "")))
-
-
 # The guards' modes put back on their stacks while the learner's code that torch called back inside a handler runs
 _PUSH_CALLS, _POP_CALLS = torch._C._push_on_torch_function_stack, torch._C._pop_torch_function_stack
 _PUSH_KERNELS, _POP_KERNELS = torch._C._push_on_torch_dispatch_stack, torch._C._pop_torch_dispatch_stack
@@ -713,7 +640,7 @@ def _inside(frame, event, arg):
     the rest of the call, and so does a ``weakref.finalize`` callback (a C function, ``torch.matmul(..., out=)``,
     has no frame of its own)."""
     if event == "call":  # Python starts: torch's own, or the learner's called back (or a finalizer of theirs)
-        if frame.f_code is _FINALIZER or not (_trusted_file(frame.f_code.co_filename) or _generated_for_torch(frame)):
+        if frame.f_code is _FINALIZER or not _trusted_file(frame.f_code.co_filename):
             _rearm(frame)
     elif event == "return" and _REARMED and _REARMED[-1][0] is frame:
         _disarm()
@@ -747,7 +674,7 @@ def _unmeasurable(func, args, kwargs, tensors) -> str:
     tensors, or an op that combines values in a way the guard does not measure."""
     name = opcount.op_name(func)
     for t in tensors:
-        if type(t) not in _PLAIN:  # checked before anything of the tensor's own is looked at
+        if not _plain(type(t)):  # checked before anything of the tensor's own is looked at
             return f"{name} on a tensor subclass ({_type_name(type(t))}: {_UNSEEN} what it runs: use plain tensors)"
     if _python_dispatcher():
         return f"{name} under torch's Python dispatcher ({_UNSEEN} what the Python kernels it runs compute)"
@@ -765,7 +692,9 @@ def _unmeasurable(func, args, kwargs, tensors) -> str:
     return ""
 
 
-_PLAIN = (torch.Tensor, torch.nn.Parameter)
+def _plain(kind) -> bool:
+    """By identity: comparing a type with == would run its metaclass's __eq__ (the learner's, in a handler)."""
+    return kind is torch.Tensor or kind is torch.nn.Parameter
 
 
 def _python_dispatcher() -> bool:

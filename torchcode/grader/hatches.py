@@ -77,9 +77,9 @@ class HelperHatch(ImportError):
     """A helper module beside the submission names an escape hatch (or is compiled, with no source to read)."""
 
 
-def _trusted_folders() -> tuple[list[str], list[str]]:
+def _trusted_folders() -> list[str]:
     """Where the Python that may run inside the guards' handlers lies (the standard library, the installed packages,
-    torch and the grader), and the standard library alone: each as given and as a real path."""
+    torch and the grader), each as given and as a real path."""
     import site
     import sysconfig
 
@@ -91,16 +91,14 @@ def _trusted_folders() -> tuple[list[str], list[str]]:
     except (AttributeError, OSError):  # an old virtualenv's site module has neither
         pass
     folders += [os.path.dirname(torchcode.__file__), os.path.dirname(torch.__file__)]
-    stdlib = [sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib")]
-    both = lambda fs: sorted({os.path.realpath(f) for f in fs if f} | {f for f in fs if f})  # noqa: E731
-    return both(folders), both(stdlib)
+    return sorted({os.path.realpath(f) for f in folders if f} | {f for f in folders if f})
 
 
 def trust_installed_code(learners: list[str]) -> None:
     """Python that may run inside the guards' handlers (guards.set_trusted_code): never from the learner's folders,
     wherever they lie (a submission saved among the installed packages is the learner's all the same)."""
     real = [os.path.realpath(f) for f in learners if f]
-    guards.set_trusted_code(*_trusted_folders(), sorted({*real, *(f for f in learners if f)}))
+    guards.set_trusted_code(_trusted_folders(), sorted({*real, *(f for f in learners if f)}))
 
 
 def compile_without_fullgraph() -> None:
