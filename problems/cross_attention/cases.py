@@ -79,9 +79,12 @@ def equal_lengths(rng):
 
 
 @case(targets="one tensor object passed as x_q and x_kv (layer(x, x)): still plain, unmasked attention over every "
-              "position, no shortcut for self-attention")
+              "position, no shortcut for self-attention"
+              "; then equal values in distinct tensors: each input needs its own gradient (never reuse one for "
+              "another because their values are equal)")
 def query_is_memory(rng):
-    return Case(init=dict(d_model=24, num_heads=3), steps=[Call(rng.randn(2, 5, 24), Alias(0, 0))])
+    w = rng.randn(2, 4, 24)  # then equal values in two tensors: each needs its own gradient
+    return Case(init=dict(d_model=24, num_heads=3), steps=[Call(rng.randn(2, 5, 24), Alias(0, 0)), Call(w, w.clone())])
 
 
 @case(targets="one query token, one memory token")

@@ -234,10 +234,14 @@ def inputs_freed_between_calls(rng):
 
 
 @case(targets="one tensor object passed as Q and K (attention(x, x, v), self-attention without projections), then as Q, K "
-              "and V: a shortcut taken when Q is K (the scores are then symmetric) is graded here")
+              "and V: a shortcut taken when Q is K (the scores are then symmetric) is graded here"
+              "; then equal values in distinct tensors: each input needs its own gradient (never reuse one for "
+              "another because their values are equal)")
 def query_is_key(rng):
     x, y = rng.randn(2, 40, 16), rng.randn(2, 37, 16)
-    return Case(steps=[Call(x, Alias(0, 0), rng.randn(2, 40, 16), 16), Call(y, Alias(1, 0), Alias(1, 0), 16)])
+    w = rng.randn(2, 21, 16)  # equal values in three tensors: each needs its own gradient
+    return Case(steps=[Call(x, Alias(0, 0), rng.randn(2, 40, 16), 16), Call(y, Alias(1, 0), Alias(1, 0), 16),
+                       Call(w, w.clone(), w.clone(), 16)])
 
 
 @case(targets="a query of zeros and a key of zeros (padding embeddings), S not a multiple of block_size: a score of "

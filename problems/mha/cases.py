@@ -48,10 +48,11 @@ def self_attention(rng):
 
 
 @case(targets="one tensor object passed as Q and K, another as V (layer(x, x, y)): a shortcut for Q is K must not "
-              "assume V is the same object too")
+              "assume V is the same object too; then equal values in distinct tensors: each input needs its own "
+              "gradient (never reuse one for another because their values are equal)")
 def query_is_key_not_value(rng):
-    x = rng.randn(2, 6, 32)
-    return mha(32, 4, (x, Alias(0, 0), rng.randn(2, 6, 32)))
+    x, w = rng.randn(2, 6, 32), rng.randn(2, 4, 32)  # then equal values in three tensors: each its own gradient
+    return mha(32, 4, (x, Alias(0, 0), rng.randn(2, 6, 32)), (w, w.clone(), w.clone()))
 
 
 @case(targets="Sq != Sk (65 queries, 33 keys): keys and values split with their own length; every query row "

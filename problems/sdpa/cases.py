@@ -257,11 +257,14 @@ def inputs_freed_between_calls(rng):
 
 @case(targets="one tensor object passed as Q and K (attention(x, x, v), self-attention without projections), then as Q, K "
               "and V, then as Q and K with a mask that is not symmetric: a shortcut taken when Q is K (the scores are "
-              "then symmetric, the mask need not be) is graded here")
+              "then symmetric, the mask need not be) is graded here"
+              "; then equal values in distinct tensors: each input needs its own gradient (never reuse one for "
+              "another because their values are equal)")
 def query_is_key(rng):
-    x, y, z = rng.randn(2, 6, 8), rng.randn(2, 5, 8), rng.randn(2, 7, 8)
+    x, y, z, w = rng.randn(2, 6, 8), rng.randn(2, 5, 8), rng.randn(2, 7, 8), rng.randn(2, 4, 8)
     return Case(steps=[Call(x, Alias(0, 0), rng.randn(2, 6, 8)), Call(y, Alias(1, 0), Alias(1, 0)),
-                       Call(z, Alias(2, 0), rng.randn(2, 7, 8), _mask(rng, 2, 7, 7))])  # a mask that is not symmetric
+                       Call(z, Alias(2, 0), rng.randn(2, 7, 8), _mask(rng, 2, 7, 7)),  # a mask that is not symmetric
+                       Call(w, w.clone(), w.clone())])  # equal values, three tensors: each needs its own gradient
 
 
 @case(targets="Q is K (then Q, K and V one object) in an inference loop under torch.no_grad(): a shortcut taken only "

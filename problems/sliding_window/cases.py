@@ -143,10 +143,14 @@ def inputs_freed_between_calls(rng):
 
 
 @case(targets="one tensor object passed as Q and K (attention(x, x, v), self-attention without projections), then as Q, K "
-              "and V: a shortcut taken when Q is K (the scores are then symmetric) is graded here")
+              "and V: a shortcut taken when Q is K (the scores are then symmetric) is graded here"
+              "; then equal values in distinct tensors: each input needs its own gradient (never reuse one for "
+              "another because their values are equal)")
 def query_is_key(rng):
     x, y = rng.randn(2, 9, 8), rng.randn(2, 7, 8)
-    return Case(steps=[Call(x, Alias(0, 0), rng.randn(2, 9, 8), 3), Call(y, Alias(1, 0), Alias(1, 0), 3)])
+    w = rng.randn(2, 5, 8)  # equal values in three tensors: each needs its own gradient
+    return Case(steps=[Call(x, Alias(0, 0), rng.randn(2, 9, 8), 3), Call(y, Alias(1, 0), Alias(1, 0), 3),
+                       Call(w, w.clone(), w.clone(), 3)])
 
 
 @case(targets="Q is K (then Q, K and V one object) in an inference loop under torch.no_grad(): a shortcut taken only "
