@@ -8,9 +8,13 @@ from torchcode.grader.cases import Call, Case, Fn, Out, Refill, Same, case
 DIMS = {"output": ("position", "feature"), "q": ("position", "feature"), "k": ("position", "feature")}
 
 
-@case(targets="interleaved pairs (2i, 2i+1), positions from 0")
+@case(targets="interleaved pairs (2i, 2i+1), positions from 0; a pair that is exactly (0, 0) (zero-padded features) "
+              "rotates to (0, 0) with a finite gradient")
 def basic(rng):
-    return Case(steps=[Call(rng.randn(2, 8, 16), rng.randn(2, 8, 16))])
+    q, k = rng.randn(2, 8, 16), rng.randn(2, 8, 16)
+    q[:, 3, 4:6] = 0.0  # an exact (0, 0) pair: a rotation in polar form (hypot, atan2) has a NaN gradient there
+    k[1, 5, 0:2] = 0.0
+    return Case(steps=[Call(q, k)])
 
 
 @case(targets="the base argument is honoured, a fractional one too")
