@@ -554,10 +554,6 @@ _UNSEEN = "this case measures memory and work and cannot see"
 # a torch op runs there with that guard's mode off the stack, and Python it calls back (a finalizer freed by the
 # op, a weakref callback, an autograd hook, __index__ read by its argument parser) would run unwatched.
 _TRUSTED: list[tuple[str, ...]] = [()]  # path prefixes; none set: nothing is watched inside (set_trusted_code)
-
-
-
-
 _LEARNERS: list[tuple[str, ...]] = [()]  # the learner's folders: never trusted, wherever they lie
 
 
@@ -584,8 +580,9 @@ _TRIPWIRE = [False]  # the profile hook below is on (the grader's own Python run
 
 
 def _watched_inside(func, args, kwargs):
-    """Run torch's ``func`` for a guard's handler, with a profile hook on that refuses any Python called there from
-    outside the trusted folders (the learner's code, run where no guard sees it)."""
+    """Run torch's ``func`` for a guard's handler, with a profile hook on (``_inside``) that puts the guards back on
+    their stacks for any Python called there from outside the trusted folders (the learner's code, which would run
+    where no guard sees it)."""
     if not _TRUSTED[0] or _TRIPWIRE[0]:
         return func(*args, **(kwargs or {}))
     rearmed = len(_REARMED)  # (the learner's code torch called back further out, still running)
