@@ -24,7 +24,6 @@ from __future__ import annotations
 import functools
 import gc
 import importlib
-import sys
 import warnings
 import weakref
 from sys import getprofile as _getprofile, setprofile as _setprofile  # the real ones (the worker wraps sys's)

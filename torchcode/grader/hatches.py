@@ -77,20 +77,25 @@ class HelperHatch(ImportError):
     """A helper module beside the submission names an escape hatch (or is compiled, with no source to read)."""
 
 
+def _site_packages() -> list[str]:
+    """The site-packages folders, the user's too."""
+    import site
+
+    try:
+        return [*site.getsitepackages(), site.getusersitepackages()]
+    except (AttributeError, OSError):  # an old virtualenv's site module has neither
+        return []
+
+
 def _trusted_folders() -> list[str]:
     """Where the Python that may run inside the guards' handlers lies (the standard library, the installed packages,
     torch and the grader), each as given and as a real path."""
-    import site
     import sysconfig
 
     import torchcode
 
     folders = [sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")]
-    try:
-        folders += [*site.getsitepackages(), site.getusersitepackages()]
-    except (AttributeError, OSError):  # an old virtualenv's site module has neither
-        pass
-    folders += [os.path.dirname(torchcode.__file__), os.path.dirname(torch.__file__)]
+    folders += [*_site_packages(), os.path.dirname(torchcode.__file__), os.path.dirname(torch.__file__)]
     return sorted({os.path.realpath(f) for f in folders if f} | {f for f in folders if f})
 
 
@@ -126,18 +131,12 @@ def watch_helper_imports(folders: list[str]) -> None:
     import zipimport
     from importlib import _bootstrap_external as be
 
-    import site
-
     def under(path: str, tops) -> bool:
         return any(path == r or path.startswith(r.rstrip("/") + "/") for r in tops)
 
     roots = [os.path.realpath(f) for f in folders if f]
     # Python and its packages are never the learner's, even where they lie inside the folder (a project's .venv)
-    places = [sys.prefix, sys.exec_prefix, sys.base_prefix]
-    try:
-        places += [*site.getsitepackages(), site.getusersitepackages()]
-    except (AttributeError, OSError):  # an old virtualenv's site module has neither
-        pass
+    places = [sys.prefix, sys.exec_prefix, sys.base_prefix, *_site_packages()]
     installed = {os.path.realpath(p) for p in places if p}
     # ... but where the folder itself lies among them (a submission saved in site-packages), all of it is the learner's
     installed = {p for p in installed if not any(under(r, [p]) for r in roots)}

@@ -348,14 +348,15 @@ class Worker:
         hatches.watch_exports()
         hatches.watch_registrations()
         hatches.refuse_hooks()
-        hatches.trust_installed_code(self.folders or [os.path.dirname(self.path)])
+        folders = self.folders or [os.path.dirname(self.path)]  # the learner's
+        hatches.trust_installed_code(folders)
         hatches.compile_without_fullgraph()
-        hatches.watch_helper_imports(self.folders or [os.path.dirname(self.path)])
+        hatches.watch_helper_imports(folders)
         _hide_grader_modules()
         module = types.ModuleType("submission")
         module.__file__ = self.path
         sys.modules["submission"] = module
-        sys.path[:0] = self.folders or [os.path.dirname(self.path)]
+        sys.path[:0] = folders
         hatches.keep_tensor_methods()  # torch.Tensor's attributes as torch left them (after the preloads above)
         guard = guards.Guard(self.forbidden)
         try:

@@ -104,6 +104,12 @@ def report(con: Console, r: Report, *, display_file: str, pack: str | None = Non
         con.print(Text(f"seed {r.seed}: reproduce with `{again}`", style="dim"), soft_wrap=True)
 
 
+def _split(name: str) -> tuple[str, str]:
+    """A case's name and dtype: "padding [bfloat16]" -> ("padding", "bfloat16"); float32's carry none."""
+    base, _, dtype = name.partition(" [")
+    return base, dtype.rstrip("]") or "float32"
+
+
 MAX_ROWS = 30  # a report of more cases lists only those that fail
 
 
@@ -113,7 +119,7 @@ def _passing(r: Report) -> str:
     by_dtype: dict[str, int] = {}
     for c in r.cases:
         if c.passed:
-            dtype = c.name.partition(" [")[2].rstrip("]") or "float32"
+            dtype = _split(c.name)[1]
             by_dtype[dtype] = by_dtype.get(dtype, 0) + 1
     if not by_dtype:
         return "no case passes"
@@ -127,11 +133,8 @@ def _passing(r: Report) -> str:
 
 def _names(names: list[str]) -> str:
     """Case names, those failing in every dtype graded said once: "a, b (in float32, bfloat16 and float16), c"."""
-    def split(name: str) -> tuple[str, str]:
-        base, _, dtype = name.partition(" [")
-        return base, dtype.rstrip("]") or "float32"
     dtypes: dict[str, list[str]] = {}
-    for base, dtype in map(split, names):
+    for base, dtype in map(_split, names):
         dtypes.setdefault(base, []).append(dtype)
     if len(dtypes) == len(names):
         return ", ".join(names)
