@@ -337,6 +337,19 @@ def test_crash_says_how_the_process_ended(grader, catalog):
     assert "SIGSEGV" in report.message
 
 
+def test_a_process_that_could_not_start_a_thread_is_told_so(grader, catalog, tmp_path):
+    """OpenMP prints one line and exits when confinement refuses a thread (torch.set_num_threads(8) once did that:
+    the worker now keeps its own count, right/sets_thread_count.py): the crash names threads, not memory."""
+    path = tmp_path / "threads.py"
+    path.write_text("import os, sys\n\n\ndef causal_attention(Q, K, V):\n"
+                    "    sys.stderr.write('libgomp: Thread creation failed: Operation not permitted\\n')\n"
+                    "    sys.stderr.flush()\n    os._exit(1)\n")
+    report = grader.grade(catalog.get("causal_attention"), path, seed=1)
+    assert report.verdict.value == "crashed"
+    assert "asked for more threads than the 1 it runs on" in report.message, report.message
+    assert "exited with code 1" in report.message and "{exit}" not in report.message
+
+
 def test_a_tensor_subclass_of_its_own_is_told_to_use_plain_tensors_and_torchs_causal_bias_works(grader, catalog):
     """Under the guard's dispatch mode a tensor subclass's constructor fails inside torch ("Creating a new Tensor
     subclass ... already associated"): torch's own CausalBias (causal_lower_right) is built outside it and passes; a

@@ -123,6 +123,25 @@ def compile_without_fullgraph() -> None:
     torch.compile = compile
 
 
+def keep_thread_count() -> None:
+    """The worker's threads were all started before confinement refused new ones; ``torch.set_num_threads(8)``, a
+    line common in notebooks, made OpenMP start more at the next parallel op, and the process died there
+    ("libgomp: Thread creation failed"). The worker keeps asking for at most the threads it has: the count is a
+    speed setting and changes no result."""
+    real = torch.set_num_threads
+    if getattr(real, "__torchcode_watched__", False):
+        return
+    most = torch.get_num_threads()
+
+    def set_num_threads(n, /):
+        if type(n) is int and n > most:  # (anything else: torch's own error)
+            n = most
+        return real(n)
+
+    set_num_threads.__doc__, set_num_threads.__torchcode_watched__ = real.__doc__, True
+    torch.set_num_threads = torch._C.set_num_threads = set_num_threads
+
+
 def watch_helper_imports(folders: list[str]) -> None:
     """Scan the source of every module imported from the learner's folders (helpers beside the file) as the main
     file is scanned, before it runs: the scan of the main file alone let a helper module switch the guards off.

@@ -289,6 +289,12 @@ class Grader:
                 info = worker.finish()
             report.output = _read_output(tmp / "output.txt")
             remove_tree(tmp)
+        if "Thread creation failed" in report.output:  # OpenMP's own line as it exits: not a memory or segfault crash
+            for obj in [report, *report.cases]:
+                if "{exit}" in obj.message:
+                    obj.message = (f"your code's process {{exit}} when it asked for more threads than the "
+                                   f"{lim.threads} it runs on (the judge starts them before your code runs and "
+                                   "refuses new ones): leave torch.set_num_threads and OpenMP settings out")
         fill = {"{exit}": info.describe(), "{memory_mb}": str(lim.memory_mb), "{hint}": f"`torchcode hint {spec.id}`"}
         for obj in [report, *report.cases]:
             for key, value in fill.items():

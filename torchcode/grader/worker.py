@@ -351,6 +351,7 @@ class Worker:
         folders = self.folders or [os.path.dirname(self.path)]  # the learner's
         hatches.trust_installed_code(folders)
         hatches.compile_without_fullgraph()
+        hatches.keep_thread_count()
         hatches.watch_helper_imports(folders)
         _hide_grader_modules()
         module = types.ModuleType("submission")
