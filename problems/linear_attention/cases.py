@@ -106,6 +106,14 @@ def linear_work(rng):
                           "every query; any product of queries with all keys is S x S work")
 
 
+@case(targets="work grows linearly with S in training too (autograd on): no quadratic path taken only when "
+              "gradients are needed")
+def linear_work_training(rng):
+    c = linear_work(rng)
+    c.grad = True  # the forward calls are measured as under no_grad; the backward is not
+    return c
+
+
 @case(targets="an inference loop under torch.no_grad() that builds each input afresh and frees it after the call: a new tensor "
               "may get a freed one's id() (and ._version 0 again), so nothing may be kept by id()")
 def inputs_freed_between_calls(rng):
