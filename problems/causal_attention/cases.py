@@ -107,6 +107,14 @@ def growing_length(rng):
     return Case(steps=[Call(*(rng.randn(2, 4, 8) for _ in range(3))), Call(*(rng.randn(2, 65, 8) for _ in range(3)))])
 
 
+@case(targets="a very long sequence (4099 tokens, past the 1024, 2048 or 4096 positions a mask is often built for "
+              "once, as a buffer): build the mask for the length you are given", dtypes=("float32",))
+def very_long_sequence(rng):
+    # a short call first: a mask sized by the first call ever made is too small here, whichever case ran before
+    steps = [Call(*(rng.randn(1, 5, 4) for _ in range(3))), Call(*(rng.randn(1, 4099, 4) for _ in range(3)))]
+    return Case(steps=steps, grad=False)  # forward only: the mask is what it tests (any dtype shows it)
+
+
 @case(targets="one set of buffers reused by the caller: the same Q, K, V objects, refilled in place with new values, "
               "need the new answer (nothing may be kept by the tensors' id() or data_ptr())")
 def buffers_refilled(rng):

@@ -71,6 +71,15 @@ def one_head(rng):
     return chunks_then_full(rng, 16, 1, B=3, sizes=[65, 31, 33])
 
 
+@case(targets="a very long cache: a prefill of 3, a chunk of 4094 new tokens, then one decode step (4098 keys, past "
+              "the 1024, 2048 or 4096 positions a mask buffer is often built for in __init__), then all 4098 at once: "
+              "build the mask for the lengths you are given", dtypes=("float32",))
+def very_long_cache(rng):
+    c = chunks_then_full(rng, 4, 1, B=1, sizes=[3, 4094, 1])
+    c.grad = False  # forward only: the mask is what it tests (any dtype shows it)
+    return c
+
+
 @case(targets="large activations while decoding: a stable softmax over the cache")
 def large_scores_decode(rng):
     x = rng.randn(2, 6, 32, scale=15.0)

@@ -153,6 +153,21 @@ def long_cache_positions_flash(rng):
     return long_cache_positions(rng, flash=True)
 
 
+@case(targets="a very long past_key_value: a prefill of 3, a chunk of 4094 new tokens, then one decode step (4098 "
+              "keys, past the 1024, 2048 or 4096 positions a mask buffer is often built for in __init__), then all 4098 "
+              "at once: build the mask for the lengths you are given", dtypes=("float32",))
+def very_long_cache(rng, flash=False):
+    c = chunks_then_full(rng, config(hidden=4, heads=1, kv=1, flash=flash), 4, B=1, sizes=[3, 4094, 1])
+    c.grad = False  # forward only: the mask is what it tests (any dtype shows it)
+    return c
+
+
+@case(targets="a very long past_key_value on the flash path: a chunk of 4094 new tokens on a cache of 3, one decode "
+              "step, then all 4098 at once", dtypes=("float32",))
+def very_long_cache_flash(rng):
+    return very_long_cache(rng, flash=True)
+
+
 @case(targets="right-padded prompts, then decoding: padded keys in the cache are never attended")
 def right_padding(rng):
     return padded_prompt_then_decode(rng, config(flash=False), 8, lengths=[6, 4, 2], S=6)

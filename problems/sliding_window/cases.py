@@ -113,6 +113,14 @@ def long_sequence_positions(rng):
     return Case(steps=[Call(*qkv(rng, 1, 300, 4), 2)], grad=False)  # forward only: the band is what it tests
 
 
+@case(targets="a very long sequence (4099 tokens, past the 1024, 2048 or 4096 positions a mask or distance table is "
+              "often built for once): build the band for the length you are given", dtypes=("float32",))
+def very_long_sequence(rng):
+    # a short call first: a table sized by the first call ever made is too small here, whichever case ran before
+    steps = [Call(*qkv(rng, 1, 5, 4), 2), Call(*qkv(rng, 1, 4099, 4), 16)]
+    return Case(steps=steps, grad=False)  # forward only: the band is what it tests (any dtype shows it)
+
+
 @case(targets="a query whose in-window scores are all near -100000, below float16's range: out-of-window scores "
               "must be -inf (or the minimum of the scores' own dtype), not float16's minimum -65504 in every dtype",
       dtypes=("float32", "bfloat16"))  # float16 cannot hold such scores

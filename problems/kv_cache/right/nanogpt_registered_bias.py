@@ -1,6 +1,6 @@
 # expect: accepted
 # alternative: nanoGPT's registered (persistent) causal buffer `bias`, sized by an extra block_size=1024
-# constructor keyword, sliced at the cache offset
+# constructor keyword, sliced at the cache offset; built again, larger, for a longer sequence (no fixed context here)
 import math
 
 import torch
@@ -27,6 +27,8 @@ class KVCacheAttention(nn.Module):
             k = torch.cat((cache[0], k), dim=2)
             v = torch.cat((cache[1], v), dim=2)
         L = k.size(2)
+        if L > self.bias.size(-1):  # past the buffer: a larger one
+            self.bias = torch.tril(torch.ones(L, L, device=x.device)).view(1, 1, L, L)
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
         att = att.masked_fill(self.bias[:, :, L - T:L, :L] == 0, float("-inf"))
         att = torch.softmax(att, dim=-1)

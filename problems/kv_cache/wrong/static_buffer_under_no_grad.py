@@ -34,9 +34,10 @@ class KVCacheAttention(nn.Module):
             s = (q @ k.transpose(-2, -1) / math.sqrt(self.dk)).masked_fill(~mask, float("-inf"))
             out = (torch.softmax(s, dim=-1) @ v).transpose(1, 2).reshape(B, S, D)
             return self.W_o(out), (k, v)
-        if cache is None or not hasattr(self, "buf_k") or self.buf_k.shape[0] != B:
-            self.buf_k = x.new_zeros(B, self.h, 2048, self.dk)  # a static cache of the model's context length
-            self.buf_v = x.new_zeros(B, self.h, 2048, self.dk)
+        if cache is None or not hasattr(self, "buf_k") or self.buf_k.shape[0] != B or self.buf_k.shape[2] < past + S:
+            n = max(2048, past + S)  # a static cache of the model's context length (or longer, when needed)
+            self.buf_k = x.new_zeros(B, self.h, n, self.dk)
+            self.buf_v = x.new_zeros(B, self.h, n, self.dk)
         if cache is not None:
             self.buf_k[:, :, :past], self.buf_v[:, :, :past] = cache[0], cache[1]
         self.buf_k[:, :, past : past + S] = k

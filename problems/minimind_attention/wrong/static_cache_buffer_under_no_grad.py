@@ -39,9 +39,11 @@ class Attention(nn.Module):
                 k = torch.cat([past_key_value[0], k], dim=1)
                 v = torch.cat([past_key_value[1], v], dim=1)
         else:  # generation: a static cache, written in place
-            if past_key_value is None or not hasattr(self, "buf_k") or self.buf_k.shape[0] != B:
-                self.buf_k = x.new_zeros(B, 2048, Hkv, hd)
-                self.buf_v = x.new_zeros(B, 2048, Hkv, hd)
+            if (past_key_value is None or not hasattr(self, "buf_k") or self.buf_k.shape[0] != B
+                    or self.buf_k.shape[1] < past + S):
+                n = max(2048, past + S)  # the model's context length (or longer, when needed)
+                self.buf_k = x.new_zeros(B, n, Hkv, hd)
+                self.buf_v = x.new_zeros(B, n, Hkv, hd)
             if past_key_value is not None:
                 self.buf_k[:, :past], self.buf_v[:, :past] = past_key_value[0], past_key_value[1]
             self.buf_k[:, past:past + S], self.buf_v[:, past:past + S] = k, v
