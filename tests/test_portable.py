@@ -79,6 +79,32 @@ def test_an_output_buffer_on_the_cpu_and_a_table_kept_on_self(grader, catalog, t
     assert "* self.scale" in report.advice[0]
 
 
+def test_code_right_in_float32_but_not_in_a_gpus_low_precision_is_told_so(grader, catalog, tmp_path):
+    """The CPU grades float32 alone; a GPU grades bfloat16 too. The dry run tries the smallest case in it (on meta:
+    dtypes only, no values): an output that comes back float32, or two dtypes met in one operation."""
+    spec = catalog.get("causal_attention")
+    f = tmp_path / "causal_attention.py"
+    f.write_text(from_reference("causal_attention", "    return weights @ V", "    return weights.float() @ V.float()"))
+    report = grader.grade(spec, f, seed=1, gpu_dry_run=True)
+    assert report.passed and report.dtypes == ["float32"], report.message
+    assert len(report.advice) == 1 and "grades bfloat16 too" in report.advice[0], report.advice
+    assert "comes back in float32 where the inputs are bfloat16" in report.advice[0]
+    assert "--dtype all" in report.advice[0]
+
+    f.write_text(from_reference("causal_attention", "    return weights @ V", "    return weights.float() @ V"))
+    report = grader.grade(spec, f, seed=1, gpu_dry_run=True)
+    assert report.passed, report.message
+    assert len(report.advice) == 1 and "(`return weights.float() @ V`) meets two dtypes" in report.advice[0], report.advice
+
+    # graded in every dtype already (--dtype all): nothing to try, nothing said
+    report = grader.grade(spec, f, seed=1, gpu_dry_run=True, dtypes=list(spec.grading.dtypes))
+    assert not report.passed and report.advice == []
+
+    # a module: its weights are cast too; the reference keeps the dtype
+    report = grader.grade(catalog.get("gqa"), ROOT / "solutions" / "gqa.py", seed=1, gpu_dry_run=True)
+    assert report.passed and report.advice == [], report.advice
+
+
 def test_code_that_needs_values_or_stalls_on_the_dry_run_is_still_accepted_without_advice(grader, catalog, tmp_path):
     spec = catalog.get("causal_attention")
     # .item() cannot run without data: nothing can be said, and nothing is

@@ -403,7 +403,10 @@ class Grader:
         explained = report.explained
         report.message = explained.message if explained and not report.passed else ""
         if dry and report.passed and not dead:
-            report.advice = self._dry_run(worker, path, [preps[k] for k in order if k in preps])
+            # a GPU also grades the problem's low-precision dtypes: the dry run tries the first one not graded here
+            untried = [d for d in spec.grading.dtypes if d not in dtypes and d != "float32"]
+            report.advice = self._dry_run(worker, path, [preps[k] for k in order if k in preps],
+                                          untried[0] if untried else None)
 
     def _in_float32(self, worker: WorkerProcess, problem: Problem, cases: list[CaseResult], defs, seed: int,
                     per_case: float, clock: list, dead) -> dict[str, bool]:
@@ -423,9 +426,11 @@ class Grader:
                 found[d.name] = res.passed
         return found
 
-    def _dry_run(self, worker: WorkerProcess, path: Path, preps: list) -> list[str]:
+    def _dry_run(self, worker: WorkerProcess, path: Path, preps: list, low: str | None = None) -> list[str]:
         """Code accepted on the CPU, run once more on the meta device: would it also run on a GPU?
-        (torchcode.grader.portable). Advice only: it never changes the verdict."""
+        (torchcode.grader.portable); and, with ``low`` (a dtype a GPU grades that this check did not), the
+        smallest case once more there in that dtype: does what it returns keep the inputs' dtype? Advice only:
+        it never changes the verdict."""
         try:
             source = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
@@ -449,7 +454,19 @@ class Grader:
             said = portable.advice(reply, source, prep.params[0] if prep.params else "x")
             if said:
                 return [said]
-        return []
+        smallest = next((p for p in sorted(preps, key=lambda p: p.message.nbytes)
+                         if p.header.get("dtype") == "float32"), None)
+        left = deadline - time.monotonic()
+        if low is None or smallest is None or left <= 0:
+            return []
+        try:
+            worker.send(smallest.message, dict(smallest.header, op="portable", as_dtype=low))
+            reply, _ = worker.receive(left, LOAD_REPLY, protocol.Notes())
+        except (protocol.Timeout, protocol.ProtocolError, protocol.PeerClosed, OSError):
+            worker.kill()
+            return []
+        said = portable.advice(reply, source, smallest.params[0] if smallest.params else "x", low)
+        return [said] if said else []
 
     def _exchange(self, worker: WorkerProcess, problem: Problem, prep, per_case: float, clock: list, again):
         """Run one prepared case on the worker: its result, and why the worker is gone (or None).

@@ -65,17 +65,20 @@ def is_device_error(e: BaseException) -> bool:
             and ("device" in text or "Cannot copy out of meta tensor" in text) and "meta" in text)
 
 
-def dry_run(entry, is_module: bool, prog: execute.Program, path: str, guard) -> dict:
+def dry_run(entry, is_module: bool, prog: execute.Program, path: str, guard, low: torch.dtype | None = None) -> dict:
     """Run ``prog`` with everything on ``meta``: {"kind": "clean" | "device" | "unknown", "made": [lines],
     "line": the learner's line where it failed}. "unknown": the code needs values (``.item()``, ``if
-    x.any()``) or failed otherwise; nothing can be said then."""
+    x.any()``) or failed otherwise; nothing can be said then. With ``low`` (the inputs, weights included, in that
+    low-precision dtype): "dtype" where two dtypes met in one operation, "dtype_output" where a floating-point
+    output came back in another dtype than the inputs'."""
     stage = execute.Stage()
     made = _CpuMade(path, stage)
     try:
         with made:
-            ex = execute.run(entry, is_module, prog, stage, guard_factory=lambda: guard, device="meta")
+            ex = execute.run(entry, is_module, prog, stage, guard_factory=lambda: guard, device="meta", dtype=low)
     except BaseException as e:  # noqa: BLE001 - the learner's code, on a device it never expected
-        if not is_device_error(e):
+        kind = "device" if is_device_error(e) else "dtype" if low is not None and is_dtype_error(e) else ""
+        if not kind:
             return {"kind": "unknown"}
         tb = e.__traceback__
         line = 0
@@ -83,19 +86,29 @@ def dry_run(entry, is_module: bool, prog: execute.Program, path: str, guard) -> 
             if tb.tb_frame.f_code.co_filename == path:
                 line = tb.tb_lineno
             tb = tb.tb_next
-        return {"kind": "device", "made": made.lines, "line": line}
+        return {"kind": kind, "made": made.lines, "line": line}
     for out in ex.outputs:
         for leaf in execute.flatten(out).values():
             if isinstance(leaf, torch.Tensor) and leaf.device.type != "meta":
                 return {"kind": "output", "made": made.lines, "line": 0}
+            if low is not None and isinstance(leaf, torch.Tensor) and leaf.is_floating_point() and leaf.dtype != low:
+                return {"kind": "dtype_output", "made": [], "line": 0, "got": str(leaf.dtype).replace("torch.", "")}
     return {"kind": "clean"}
 
 
-def advice(reply: dict, source: str, first_param: str) -> str:
-    """The sentence for a dry run's report ("" when there is nothing to say). Only ints and a kind are
-    taken from the reply; the code shown is read from the learner's own file here."""
+DTYPE_ERRORS = ("expected scalar type", "to have the same dtype", "expected both vectors to have same dtype",
+                "must have the same dtype")
+
+
+def is_dtype_error(e: BaseException) -> bool:
+    return isinstance(e, RuntimeError) and any(s in str(e) for s in DTYPE_ERRORS)
+
+
+def advice(reply: dict, source: str, first_param: str, low: str | None = None) -> str:
+    """The sentence for a dry run's report ("" when there is nothing to say). Only ints, a kind and a dtype
+    name among the known ones are taken from the reply; the code shown is read from the learner's own file here."""
     kind = reply.get("kind") if isinstance(reply, dict) else None
-    if kind not in ("device", "output"):
+    if kind not in ("device", "output", "dtype", "dtype_output") or kind.startswith("dtype") and low is None:
         return ""
     lines = re.split(r"\r\n|\r|\n", source)  # Python's lines (str.splitlines also ends them at \f, \u2028...)
 
@@ -110,6 +123,15 @@ def advice(reply: dict, source: str, first_param: str) -> str:
     failed = shown(reply.get("line"))
     fix = (f"Make such tensors where the inputs are: pass `device={first_param}.device` to torch.ones/zeros/arange/"
            f"full/tensor (or use `torch.ones_like`, `{first_param}.new_ones(...)`).")
+    if kind.startswith("dtype"):
+        got = reply.get("got") if reply.get("got") in ("float32", "float64", "float16", "bfloat16") else "another dtype"
+        head = (f"Passes in float32, the CPU's default, but a GPU grades {low} too, and there ")
+        how = (f"`torchcode check --dtype all` grades {low} and the problem's other dtypes on this CPU.")
+        if kind == "dtype_output":
+            return (head + f"a tensor it returns comes back in {got} where the inputs are {low}: outputs keep the "
+                    f"inputs' dtype (cast back with `.to({first_param}.dtype)`). " + how)
+        return (head + (f"{failed} " if failed else "it ") + "meets two dtypes in one operation: make tensors with "
+                f"`dtype={first_param}.dtype` (or cast with `.to({first_param}.dtype)`). " + how)
     head = "Passes on the CPU, but would fail on a GPU, where the inputs are CUDA tensors: "
     if kind == "output":
         return head + "a tensor it returns is made on the CPU" + (f" ({made[0]})" if made else "") + ". " + fix

@@ -555,11 +555,16 @@ class Worker:
 
     def portable(self, h: dict, tensors: list) -> dict:
         """A case once more with everything on the meta device: would the code run on a GPU?"""
+        low = protocol.DTYPES.get(str(h.get("as_dtype"))) if h.get("as_dtype") is not None else None
+        if low is not None and not low.is_floating_point:
+            low = None
+        if low is not None:  # the case in a dtype it was not graded in (its values are never compared)
+            tensors = [t.to(low) if isinstance(t, torch.Tensor) and t.is_floating_point() else t for t in tensors]
         prog = self._program(h, tensors)
         prog.calling = self._calling(h)
         try:
             return portable.dry_run(self.entry, self.spec["kind"] == "module", prog, self.path,
-                                    guards.Guard(self.forbidden))
+                                    guards.Guard(self.forbidden), low)
         except BaseException:  # noqa: BLE001 - nothing to say, never a dead worker
             return {"kind": "unknown"}
 
@@ -726,9 +731,7 @@ class Worker:
                     "each pair's two numbers side by side in memory. Your inputs may be non-contiguous (a transposed "
                     "tensor, a slice of a larger one: callers pass such tensors): call .contiguous() before viewing "
                     "them as complex numbers.", "stage": stage, "traceback": tb}
-        if isinstance(e, RuntimeError) and any(s in str(e) for s in (
-                "expected scalar type", "to have the same dtype", "expected both vectors to have same dtype",
-                "must have the same dtype")):
+        if portable.is_dtype_error(e):
             return {"kind": "runtime", "message": f"RuntimeError {stage}: {str(e)[:200]}. Two tensors of different "
                     "dtypes met in one operation: something your code made (a mask, a bias, a table, a cast for the "
                     "softmax) is not in the inputs' dtype. Create it with dtype=x.dtype or cast it back with "
