@@ -154,12 +154,17 @@ def long_cache_positions_flash(rng):
 
 
 @case(targets="a very long past_key_value: a prefill of 3, a chunk of 4094 new tokens, then one decode step (4098 "
-              "keys, past the 1024, 2048 or 4096 positions a mask buffer is often built for in __init__), then all 4098 "
-              "at once: build the mask for the lengths you are given", dtypes=("float32",))
+              "keys, past the 1024, 2048 or 4096 positions a mask buffer is often built for in __init__): build the "
+              "mask for the lengths you are given", dtypes=("float32",))
 def very_long_cache(rng, flash=False):
-    c = chunks_then_full(rng, config(hidden=4, heads=1, kv=1, flash=flash), 4, B=1, sizes=[3, 4094, 1])
-    c.grad = False  # forward only: the mask is what it tests (any dtype shows it)
-    return c
+    cos, sin = rope_tables(4098, 4)
+    x = rng.randn(1, 4098, 4)
+    # no full forward after (each call is compared with the reference's): a token-by-token loop stays in its time
+    steps, bounds = [], [(0, 3), (3, 4097), (4097, 4098)]
+    for i, (a, b) in enumerate(bounds):
+        steps.append(Call(x[:, a:b], pe(cos, sin, a, b), past_key_value=Prev(i - 1, 1) if i else None, use_cache=True))
+    return Case(init=dict(config=config(hidden=4, heads=1, kv=1, flash=flash)), steps=steps,
+                grad=False)  # forward only: the mask is what it tests (any dtype shows it)
 
 
 @case(targets="a very long past_key_value on the flash path: a chunk of 4094 new tokens on a cache of 3, one decode "
