@@ -104,6 +104,15 @@ def test_code_right_in_float32_but_not_in_a_gpus_low_precision_is_told_so(grader
     report = grader.grade(catalog.get("gqa"), ROOT / "solutions" / "gqa.py", seed=1, gpu_dry_run=True)
     assert report.passed and report.advice == [], report.advice
 
+    # a module with many cases, some long: the dtype is tried first, in its own time, not after the device's
+    f = tmp_path / "kv_cache.py"
+    src = (ROOT / "solutions" / "kv_cache.py").read_text()
+    assert "return self.W_o(out), (k, v)" in src
+    f.write_text(src.replace("return self.W_o(out), (k, v)", "return self.W_o(out).float(), (k, v)"))
+    report = grader.grade(catalog.get("kv_cache"), f, seed=1, gpu_dry_run=True)
+    assert report.passed, report.message
+    assert len(report.advice) == 1 and "comes back in float32 where the inputs are bfloat16" in report.advice[0]
+
 
 def test_code_that_needs_values_or_stalls_on_the_dry_run_is_still_accepted_without_advice(grader, catalog, tmp_path):
     spec = catalog.get("causal_attention")

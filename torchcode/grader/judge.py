@@ -289,10 +289,13 @@ class Grader:
                 info = worker.finish()
             report.output = _read_output(tmp / "output.txt")
             remove_tree(tmp)
-        if "Thread creation failed" in report.output:  # OpenMP's own line as it exits: not a memory or segfault crash
+        if report.output.rstrip().rpartition("\n")[2].startswith("libgomp: Thread creation failed"):
+            # OpenMP's own last line as it exits: not a memory or segfault crash
             for obj in [report, *report.cases]:
                 if "{exit}" in obj.message:
-                    obj.message = (f"your code's process {{exit}} when it asked for more threads than the "
+                    when = ("while your file was being imported" if "while your file was being imported" in obj.message
+                            else "during this case")
+                    obj.message = (f"your code's process {{exit}} {when} when it asked for more threads than the "
                                    f"{lim.threads} it runs on (the judge starts them before your code runs and "
                                    "refuses new ones): leave torch.set_num_threads and OpenMP settings out")
         fill = {"{exit}": info.describe(), "{memory_mb}": str(lim.memory_mb), "{hint}": f"`torchcode hint {spec.id}`"}
@@ -429,44 +432,45 @@ class Grader:
     def _dry_run(self, worker: WorkerProcess, path: Path, preps: list, low: str | None = None) -> list[str]:
         """Code accepted on the CPU, run once more on the meta device: would it also run on a GPU?
         (torchcode.grader.portable); and, with ``low`` (a dtype a GPU grades that this check did not), the
-        smallest case once more there in that dtype: does what it returns keep the inputs' dtype? Advice only:
-        it never changes the verdict."""
+        smallest case once more there in that dtype: does what it returns keep the inputs' dtype? Each has its own
+        time (``DRY_RUN_SECONDS``). Advice only: it never changes the verdict."""
         try:
             source = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             return []
-        deadline = time.monotonic() + DRY_RUN_SECONDS
-        seen: set[str] = set()
-        for prep in sorted(preps, key=lambda p: p.message.nbytes):  # small cases first: a dry run's cost is in
-            # the number of operations (Python meta kernels), which long sequences in blocks multiply
-            if prep.case.name in seen or prep.header.get("dtype") != "float32":
-                continue
-            seen.add(prep.case.name)
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break
+        # small cases first: a dry run's cost is in the number of operations (Python meta kernels), which long
+        # sequences in blocks multiply
+        cases = [p for p in sorted(preps, key=lambda p: p.message.nbytes) if p.header.get("dtype") == "float32"]
+
+        def ask(prep, deadline: float, as_dtype: str | None = None) -> str | None:
+            """The advice for one case ("": none), or None when the worker is gone (it took too long)."""
+            extra = {"as_dtype": as_dtype} if as_dtype else {}
             try:
-                worker.send(prep.message, dict(prep.header, op="portable"))
-                reply, _ = worker.receive(left, LOAD_REPLY, protocol.Notes())
+                worker.send(prep.message, dict(prep.header, op="portable", **extra))
+                reply, _ = worker.receive(max(0.0, deadline - time.monotonic()), LOAD_REPLY, protocol.Notes())
             except (protocol.Timeout, protocol.ProtocolError, protocol.PeerClosed, OSError):
                 worker.kill()
+                return None
+            return portable.advice(reply, source, prep.params[0] if prep.params else "x", as_dtype)
+
+        said: list[str] = []
+        if low is not None and cases:
+            dtype_said = ask(cases[0], time.monotonic() + DRY_RUN_SECONDS, low)
+            if dtype_said is None:
                 return []
-            said = portable.advice(reply, source, prep.params[0] if prep.params else "x")
-            if said:
-                return [said]
-        smallest = next((p for p in sorted(preps, key=lambda p: p.message.nbytes)
-                         if p.header.get("dtype") == "float32"), None)
-        left = deadline - time.monotonic()
-        if low is None or smallest is None or left <= 0:
-            return []
-        try:
-            worker.send(smallest.message, dict(smallest.header, op="portable", as_dtype=low))
-            reply, _ = worker.receive(left, LOAD_REPLY, protocol.Notes())
-        except (protocol.Timeout, protocol.ProtocolError, protocol.PeerClosed, OSError):
-            worker.kill()
-            return []
-        said = portable.advice(reply, source, smallest.params[0] if smallest.params else "x", low)
-        return [said] if said else []
+            said.append(dtype_said)
+        deadline, seen = time.monotonic() + DRY_RUN_SECONDS, set()
+        for prep in cases:
+            if prep.case.name in seen or time.monotonic() >= deadline:
+                continue
+            seen.add(prep.case.name)
+            device_said = ask(prep, deadline)
+            if device_said is None:
+                break
+            if device_said:
+                said.insert(0, device_said)  # the worse news first: it would not run at all
+                break
+        return [s for s in said if s]
 
     def _exchange(self, worker: WorkerProcess, problem: Problem, prep, per_case: float, clock: list, again):
         """Run one prepared case on the worker: its result, and why the worker is gone (or None).

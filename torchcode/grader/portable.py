@@ -108,8 +108,8 @@ def advice(reply: dict, source: str, first_param: str, low: str | None = None) -
     """The sentence for a dry run's report ("" when there is nothing to say). Only ints, a kind and a dtype
     name among the known ones are taken from the reply; the code shown is read from the learner's own file here."""
     kind = reply.get("kind") if isinstance(reply, dict) else None
-    if kind not in ("device", "output", "dtype", "dtype_output") or kind.startswith("dtype") and low is None:
-        return ""
+    if kind not in ("device", "output", "dtype", "dtype_output") or kind.startswith("dtype") != (low is not None):
+        return ""  # (a run in a low dtype speaks of dtypes only: the device is the float32 runs' to say)
     lines = re.split(r"\r\n|\r|\n", source)  # Python's lines (str.splitlines also ends them at \f, \u2028...)
 
     def shown(n) -> str:
