@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Run, corpus_seed, expected_verdict, family
+from conftest import ROOT, Run, corpus_seed, expected_verdict, family
 from torchcode.grader import confine
 from torchcode.grader.judge import Limits
 
@@ -347,7 +347,13 @@ def test_a_process_that_could_not_start_a_thread_is_told_so(grader, catalog, tmp
     report = grader.grade(catalog.get("causal_attention"), path, seed=1)
     assert report.verdict.value == "crashed"
     assert "asked for more threads than the 1 it runs on" in report.message, report.message
-    assert "exited with code 1" in report.message and "{exit}" not in report.message
+    assert "exited with code 1 during this case" in report.message and "{exit}" not in report.message
+
+    # a numpy integer asks as an int does (torch takes it): capped too
+    path.write_text((ROOT / "problems" / "causal_attention" / "right" / "sets_thread_count.py").read_text()
+                    .replace("torch.set_num_threads(4)", "import numpy\n\ntorch.set_num_threads(numpy.int64(4))"))
+    report = grader.grade(catalog.get("causal_attention"), path, seed=1)
+    assert report.passed, report.message
 
 
 def test_a_tensor_subclass_of_its_own_is_told_to_use_plain_tensors_and_torchs_causal_bias_works(grader, catalog):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import importlib
+import operator
 import os
 import sys
 
@@ -134,8 +135,11 @@ def keep_thread_count() -> None:
     most = torch.get_num_threads()
 
     def set_num_threads(n, /):
-        if type(n) is int and n > most:  # (anything else: torch's own error)
-            n = most
+        try:
+            if operator.index(n) > most:  # an int, or what stands for one (a numpy integer)
+                n = most
+        except TypeError:
+            pass  # torch's own error
         return real(n)
 
     set_num_threads.__doc__, set_num_threads.__torchcode_watched__ = real.__doc__, True
