@@ -810,3 +810,29 @@ def test_a_training_step_whose_output_is_detached_has_no_gradient(grader, catalo
     assert report.verdict.value == "wrong_answer", report.message
     assert report.message.startswith("in this training step the gradient of q_proj.weight is missing or malformed"), \
         report.message
+
+
+def test_a_long_case_has_its_own_time_limit(grader, catalog, tmp_path):
+    """Every torch op pays the guards, so a correct loop over 16-wide tiles of causal_attention's 4099 tokens took
+    12 s graded, 0.9 s alone, and failed a 5 s limit (right27). The long cases allow 4 times the per-case limit
+    (Case.time_factor): a kernel slower than the plain limit passes there; an endless one still stops, and the
+    message names the case's own limit."""
+    from torchcode.grader.judge import Limits
+
+    spec = catalog.get("causal_attention")
+    solution = (ROOT / "solutions" / "causal_attention.py").read_text()
+    slow = tmp_path / "slow_on_long.py"
+    sleeps = "def causal_attention(Q, K, V):\n    if Q.shape[-2] > 4000:\n        time.sleep(SLEEP)\n"
+    slow.write_text("import time\nSLEEP = 1.2\n" + solution.replace("def causal_attention(Q, K, V):\n", sleeps))
+    assert "time.sleep(SLEEP)" in slow.read_text()
+    grader.limits = Limits(time_limit=0.5, device="cpu")  # 1.2 s is more than a plain case's first run (1 s)
+    try:
+        report = grader.grade(spec, slow, seed=1, only=["very_long_sequence"])
+        assert report.passed, report.message
+        slow.write_text(slow.read_text().replace("SLEEP = 1.2", "SLEEP = 60"))
+        report = grader.grade(spec, slow, seed=1, only=["very_long_sequence"])
+    finally:
+        grader.limits = Limits()
+    assert report.verdict.value == "time_limit", report.message
+    assert "still running after 4 s (the time limit per case is 2 s" in report.message, report.message
+    assert "small torch operations" in report.message

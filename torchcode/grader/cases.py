@@ -246,6 +246,9 @@ class Case:
     max_work: int | None = None  # the last call's arithmetic may be at most this: a bound no added work can dilute
     work_hint: str = ""  # what grows faster, e.g. "phi(Q) phi(K)^T, even in chunks"
     train: bool = False  # module mode during the calls
+    time_factor: float = 1.0  # this case's time limit: the per-case limit times this (1 to 10). For a long case (4099
+    #                           tokens): every torch op pays the grader's guards, so a correct loop over small tiles
+    #                           takes many times what it takes alone
     weights: dict | None = None  # module problems: these parameters, by name, instead of random ones (others drawn)
     sibling: dict | None = None  # module problems: constructor arguments of another instance built right after the
     #                              case's own (and every .fresh() one), before its calls, and never called: a model's

@@ -289,8 +289,10 @@ class Grader:
                 info = worker.finish()
             report.output = _read_output(tmp / "output.txt")
             remove_tree(tmp)
-        if report.output.rstrip().rpartition("\n")[2].startswith("libgomp: Thread creation failed"):
-            # OpenMP's own last line as it exits: not a memory or segfault crash
+        if (info is not None and info.exit_code == 1 and info.signal is None  # OpenMP's exit(EXIT_FAILURE)
+                and report.output.rstrip().rpartition("\n")[2].startswith("libgomp: Thread creation failed")):
+            # OpenMP's own last line as it exits: not a memory or segfault crash (a submission that prints the line
+            # and aborts, or is killed, keeps the plain crash message)
             for obj in [report, *report.cases]:
                 if "{exit}" in obj.message:
                     when = ("while your file was being imported" if "while your file was being imported" in obj.message
@@ -375,8 +377,9 @@ class Grader:
                 results[k], dead = self._exchange(worker, problem, prep, per_case, clock, functools.partial(
                     problem.prepare, d, caseapi.case_seed(seed, "again"), dtype, lim.device))
                 tell(_done(results[k], dtype, False))
-            # each passing case again, with new values of the same shapes, in the same process
-            replays = [k for k in order if results[k].passed] if not dead else []
+            # each case again, with new values of the same shapes, in the same process: once every case passed
+            # (after a failure the verdict is a rejection already, and the report explains that failure: sooner)
+            replays = list(order) if not dead and all(r.passed for r in results.values()) else []
 
             def replay(k: int):
                 return prepare(defs[k][0], seed, defs[k][1], lim.device, replay=True)
@@ -461,7 +464,9 @@ class Grader:
             said.append(dtype_said)
         deadline, seen = time.monotonic() + DRY_RUN_SECONDS, set()
         for prep in cases:
-            if prep.case.name in seen or time.monotonic() >= deadline:
+            if time.monotonic() >= deadline:
+                break
+            if prep.case.name in seen:
                 continue
             seen.add(prep.case.name)
             device_said = ask(prep, deadline)
@@ -480,6 +485,7 @@ class Grader:
         count; only its time is forgiven), then runs again on new
         inputs (``again()`` prepares them), within it. ``clock[0]`` adds up the worker's time."""
         lim, c = self.limits, prep.case
+        per_case *= c.time_factor  # a long case's own allowance (cases.Case)
         left = max(lim.total_limit - clock[0], 0.0)
         budget = min(2 * per_case if again else per_case, left)
         why = ((f"{budget:g} s (the time limit per case is {per_case:g} s; a case's first run may take twice that)"
@@ -514,7 +520,8 @@ class Grader:
             worker.kill()
             return (CaseResult(c.name, Verdict.TIME_LIMIT, targets=c.targets, seconds=budget,
                                message=f"still running after {why}: look for an endless loop, "
-                                       "or a Python loop over every element"),
+                                       "a Python loop over every element, or a loop of many small torch operations "
+                                       "(tiles of 16: under the grader's checks each op costs more than alone)"),
                     "an earlier case hit the time limit")
         except protocol.ProtocolError as e:
             worker.kill()  # the stream is out of step: nothing more it says can be trusted

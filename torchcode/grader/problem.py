@@ -164,6 +164,9 @@ class Problem:
         if not spec.entry.is_module and c.sibling is not None:
             raise SpecError(spec.cases_path, None, f"case '{c.name}' sets Case(sibling=...), which only module problems "
                             "can use (a function has no instance)", "remove sibling=")
+        if type(c.time_factor) not in (int, float) or not 1 <= c.time_factor <= 10:
+            raise SpecError(spec.cases_path, None, f"case '{c.name}' sets Case(time_factor={c.time_factor!r}): it "
+                            "multiplies the per-case time limit", "give a number from 1 to 10")
         rng = caseapi.Rng(caseapi.case_seed(seed, c.name + "/weights" + variant))
         state = self.weights(c, rng)
         for name, value in (c.weights or {}).items():  # chosen by the case (e.g. scores of a known size and sign)
@@ -231,7 +234,7 @@ class Problem:
             "measured": any(v is not None for v in (c.max_intermediate, c.max_reduction, c.max_work_exponent, c.max_work)),
             "layouts": list(layouts),
             # the optional parameters given, by position in about half the cases (by keyword in the others), and the
-            # other way in each case's replay: every passing case is called both ways, as callers may
+            # other way in each case's replay: code that passes every case is called both ways, as callers may
             "positional": (caseapi.case_seed(seed, cdef.name + "/positional") % 2 == 0) != replay,
             "cotangents": [{"step": s, "path": list(p), "t": msg.tensor(t)} for (s, p), t in ref_prog.cotangents.items()],
             # the form of each output a later call is handed (a Prev): one of another form is a wrong output, said so
