@@ -152,3 +152,32 @@ def test_list_filters(cli):
     r = cli("list", "--tag", "masking")
     assert "sdpa" in r.out and "gqa" not in r.out
     assert cli("list", "--difficulty", "impossible").code == 2
+
+
+def test_one_input_form_left_unfinished_is_reported_case_by_case(cli, workdir, torchcode_home):
+    """A learner who raises NotImplementedError for one input form (5-D inputs) and gets the rest right is told
+    which case: the case table, the case's name and the reproduce line, not only the stub's "replace the TODOs". A
+    NotImplementedError torch raises from a call ("lu_cpu" not implemented for 'Half') is a runtime error of that
+    line, not an unfinished stub."""
+    src = (ROOT / "solutions" / "sdpa.py").read_text()
+    head, sep, body = src.partition("def scaled_dot_product_attention(")
+    args, colon, rest = body.partition(":\n")
+    (workdir / "sdpa.py").write_text(head + sep + args + colon + "    if Q.dim() > 4:\n"
+                                     "        raise NotImplementedError('more than two batch dims')\n" + rest)
+    r = cli("check", "sdpa", "--json")
+    report = json.loads(r.out)
+    assert r.code == 1 and report["verdict"] == "not_implemented", r.text
+    unfinished = {c["name"] for c in report["cases"] if c["verdict"] == "not_implemented"}
+    assert unfinished and any(c["verdict"] == "accepted" for c in report["cases"])
+    assert "more than two batch dims" in report["message"]
+    r = cli("check", "sdpa")
+    assert "Not implemented yet" in r.out and any(name in r.out for name in unfinished), r.out
+    assert "--seed" in r.out and "raise NotImplementedError" in r.out, r.out  # reproduce line; the line that raised
+
+    (workdir / "sdpa.py").write_text(head + sep + args + colon + "    torch.linalg.lu_factor(Q.half())\n" + rest)
+    r = cli("check", "sdpa", "--json")
+    report = json.loads(r.out)
+    assert report["verdict"] == "runtime_error" and "lu_cpu" in report["message"], report["message"]
+    rows = sqlite3.connect(torchcode_home / "progress.sqlite3").execute(
+        "SELECT verdict FROM attempts ORDER BY id").fetchall()
+    assert rows == [("not_implemented",), ("not_implemented",), ("runtime_error",)]

@@ -349,6 +349,12 @@ def test_a_process_that_could_not_start_a_thread_is_told_so(grader, catalog, tmp
     assert "asked for more threads than the 1 it runs on" in report.message, report.message
     assert "exited with code 1 during this case" in report.message and "{exit}" not in report.message
 
+    # OpenMP's line printed by the submission itself, then an abort: its own crash, told as one (attack26)
+    path.write_text(path.read_text().replace("os._exit(1)", "os.abort()"))
+    report = grader.grade(catalog.get("causal_attention"), path, seed=1)
+    assert report.verdict.value == "crashed" and "threads" not in report.message, report.message
+    assert "SIGABRT" in report.message, report.message
+
     # a numpy integer asks as an int does (torch takes it): capped too
     path.write_text((ROOT / "problems" / "causal_attention" / "right" / "sets_thread_count.py").read_text()
                     .replace("torch.set_num_threads(4)", "import numpy\n\ntorch.set_num_threads(numpy.int64(4))"))

@@ -584,8 +584,10 @@ def error_result(res: CaseResult, err: dict) -> CaseResult:
     res.traceback = str(err.get("traceback", ""))[:8000] if isinstance(err, dict) else ""
     msg = str(err.get("message", "")) if isinstance(err, dict) else ""
     if res.verdict is Verdict.NOT_IMPLEMENTED:
-        msg = (f"not implemented yet: your code still raises NotImplementedError {err.get('stage', '')}. Replace the "
-               "TODOs with your implementation ({hint} shows the problem's hints one at a time)")
+        said = " ".join(msg.split())[:120]
+        msg = (f"not implemented yet: your code still raises NotImplementedError {err.get('stage', '')}"
+               + (f" ({said!r})" if said else "") + ". Replace the TODOs with your implementation ({hint} shows the "
+               "problem's hints one at a time)")
     elif res.verdict is Verdict.WRONG_DEVICE:
         msg += ". Create helper tensors (masks, aranges, zeros) on the inputs' device: device=x.device"
     elif res.verdict is Verdict.MEMORY_LIMIT and msg.startswith("ran out of GPU memory"):

@@ -26,7 +26,9 @@ def report(con: Console, r: Report, *, display_file: str, pack: str | None = Non
     head = Text.assemble((f"{label}", style), f"  {r.problem}  ", (display_file, "dim"),
                          f"  {r.cases_passed}/{len(r.cases)} cases  {r.seconds:.2f}s")
     con.print(head)
-    early = r.verdict in (Verdict.NOT_IMPLEMENTED, Verdict.SYNTAX_ERROR, Verdict.BAD_INTERFACE) or not r.cases_passed and all(
+    # the stub: nothing done yet (an input form left unfinished, the rest passing, is reported case by case)
+    stub = r.verdict is Verdict.NOT_IMPLEMENTED and not r.cases_passed
+    early = stub or r.verdict in (Verdict.SYNTAX_ERROR, Verdict.BAD_INTERFACE) or not r.cases_passed and all(
         c.verdict is r.verdict or c.verdict is Verdict.NOT_RUN for c in r.cases) and r.verdict is not Verdict.WRONG_ANSWER
     if r.cases and not early and not r.passed:  # accepted: the head line says it all (`check --json` lists the cases)
         # a long table (minimind's 51 cases, or every dtype) lists the failing cases; the passing ones are counted
@@ -58,7 +60,7 @@ def report(con: Console, r: Report, *, display_file: str, pack: str | None = Non
         return
     bad = r.explained
     body = Text()
-    if bad and r.verdict is not Verdict.NOT_IMPLEMENTED:  # the stub: no case is about what is missing
+    if bad and not stub:  # the stub: no case is about what is missing
         body.append("Case ", style="bold").append(bad.name, style="bold").append(f": {bad.targets}\n", style="dim")
         alike = [c.name for c in r.failing_like_explained]
         if len(alike) > 1:
@@ -82,14 +84,14 @@ def report(con: Console, r: Report, *, display_file: str, pack: str | None = Non
     else:
         body.append(inert(r.message or (bad.message if bad else "")))
     tb = (bad.traceback if bad else "") or r.traceback
-    if tb and r.verdict is not Verdict.NOT_IMPLEMENTED:
+    if tb and not stub:
         body.append("\n\n")
         body.append(inert(tb.rstrip()), style="yellow")
     con.print(Panel(body, title=Text(label, style=style), title_align="left", border_style=style.split()[-1]))
     if r.output.strip():
         con.print(Panel(Text(inert(r.output.rstrip())), title="your code printed", title_align="left", border_style="dim"))
     ran = any(c.verdict is not Verdict.NOT_RUN for c in r.cases)  # the seed matters only once cases ran
-    if ran and r.verdict not in (Verdict.NOT_IMPLEMENTED, Verdict.SYNTAX_ERROR, Verdict.BAD_INTERFACE):
+    if ran and not stub and r.verdict not in (Verdict.SYNTAX_ERROR, Verdict.BAD_INTERFACE):
         import shlex
 
         extra = f" --problems-dir {shlex.quote(inert(pack))}" if pack else ""
