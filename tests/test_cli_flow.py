@@ -19,7 +19,7 @@ def test_start_check_stub_then_reference(cli, workdir, torchcode_home):
 
     r = cli("check")
     assert r.code == 1, r.text
-    assert "Not implemented yet" in r.out
+    assert "Not implemented yet" in r.out and "Replace the TODOs" in r.out
     assert "Traceback" not in r.text
 
     shutil.copy(ROOT / "solutions" / "gqa.py", workdir / "gqa.py")
@@ -169,7 +169,8 @@ def test_one_input_form_left_unfinished_is_reported_case_by_case(cli, workdir, t
     assert r.code == 1 and report["verdict"] == "not_implemented", r.text
     unfinished = {c["name"] for c in report["cases"] if c["verdict"] == "not_implemented"}
     assert unfinished and any(c["verdict"] == "accepted" for c in report["cases"])
-    assert "more than two batch dims" in report["message"]
+    assert "more than two batch dims" in report["message"] and "handle this case's inputs too" in report["message"]
+    assert "Replace the TODOs" not in report["message"]
     r = cli("check", "sdpa")
     assert "Not implemented yet" in r.out and any(name in r.out for name in unfinished), r.out
     assert "--seed" in r.out and "raise NotImplementedError" in r.out, r.out  # reproduce line; the line that raised

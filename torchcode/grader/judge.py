@@ -29,7 +29,7 @@ from torchcode.grader.problem import Problem
 from torchcode.grader.result import FAILS_WITH_NEW_VALUES, CaseResult, Report, Verdict, overall
 from torchcode.grader.sandbox import WorkerProcess, Zygote
 from torchcode.grader.tree import remove_tree
-from torchcode.grader.verdict import clean_error, error_result, malformed, number
+from torchcode.grader.verdict import clean_error, error_result, malformed, number, unfinished_forms
 
 __all__ = ["Grader", "Limits", "Problem", "grade_file", "resolve_device", "default_dtypes", "protected_paths"]
 
@@ -377,9 +377,13 @@ class Grader:
                 results[k], dead = self._exchange(worker, problem, prep, per_case, clock, functools.partial(
                     problem.prepare, d, caseapi.case_seed(seed, "again"), dtype, lim.device))
                 tell(_done(results[k], dtype, False))
-            # each case again, with new values of the same shapes, in the same process: once every case passed
-            # (after a failure the verdict is a rejection already, and the report explains that failure: sooner)
-            replays = list(order) if not dead and all(r.passed for r in results.values()) else []
+            # each passing case again, with new values of the same shapes, in the same process: a replay that fails
+            # names state kept between calls (a cache by shape), which a wrong answer elsewhere may come from too.
+            # After a failure of another kind (an error, a forbidden call) that verdict outranks what a replay finds:
+            # the report comes sooner without them
+            answers = (Verdict.WRONG_ANSWER, Verdict.WRONG_OUTPUT, Verdict.NOT_IMPLEMENTED)
+            replays = ([k for k in order if results[k].passed]
+                       if not dead and all(r.passed or r.verdict in answers for r in results.values()) else [])
 
             def replay(k: int):
                 return prepare(defs[k][0], seed, defs[k][1], lim.device, replay=True)
@@ -405,6 +409,7 @@ class Grader:
         self._left_by_other_cases(spec, path, problem, report, order, preps, per_case, dtypes)
         _say_precision(report.cases, defs, self._in_float32(worker, problem, report.cases, defs, seed, per_case, clock,
                                                             dead))
+        unfinished_forms(report.cases)
         report.verdict = overall(report.cases)
         explained = report.explained
         report.message = explained.message if explained and not report.passed else ""
@@ -485,11 +490,14 @@ class Grader:
         count; only its time is forgiven), then runs again on new
         inputs (``again()`` prepares them), within it. ``clock[0]`` adds up the worker's time."""
         lim, c = self.limits, prep.case
-        per_case *= c.time_factor  # a long case's own allowance (cases.Case)
+        limit_said, of = "the time limit per case", ""
+        if c.time_factor != 1:  # a long case's own allowance (cases.Case)
+            limit_said, of = "this long case's time limit", f", {c.time_factor:g} x the {per_case:g} s per case"
+            per_case *= c.time_factor
         left = max(lim.total_limit - clock[0], 0.0)
         budget = min(2 * per_case if again else per_case, left)
-        why = ((f"{budget:g} s (the time limit per case is {per_case:g} s; a case's first run may take twice that)"
-                if again else f"{per_case:g} s, the time limit per case")
+        why = ((f"{budget:g} s ({limit_said} is {per_case:g} s{of}; a case's first run may take twice that)"
+                if again else f"{per_case:g} s, {limit_said}{of}")
                if budget < left else f"{lim.total_limit:g} s, the time limit for the whole check")
         t = time.perf_counter()
         notes = protocol.Notes()
@@ -509,7 +517,7 @@ class Grader:
                 prep = again()
                 left = max(lim.total_limit - clock[0], 0.0)
                 budget = min(per_case, left)
-                why = (f"{per_case:g} s, the time limit per case, when run again on new inputs (its first run "
+                why = (f"{per_case:g} s, {limit_said}{of}, when run again on new inputs (its first run "
                        f"took {took:.1f} s)" if budget < left else
                        f"{lim.total_limit:g} s, the time limit for the whole check")
                 t = time.perf_counter()
@@ -520,8 +528,10 @@ class Grader:
             worker.kill()
             return (CaseResult(c.name, Verdict.TIME_LIMIT, targets=c.targets, seconds=budget,
                                message=f"still running after {why}: look for an endless loop, "
-                                       "a Python loop over every element, or a loop of many small torch operations "
-                                       "(tiles of 16: under the grader's checks each op costs more than alone)"),
+                                       "or a Python loop over every element" + (
+                                           ", or a loop of many small torch operations (tiles of 16: under the "
+                                           "grader's checks each op costs several times what it costs alone)"
+                                           if c.time_factor != 1 else "")),
                     "an earlier case hit the time limit")
         except protocol.ProtocolError as e:
             worker.kill()  # the stream is out of step: nothing more it says can be trusted

@@ -234,7 +234,7 @@ class Problem:
             "measured": any(v is not None for v in (c.max_intermediate, c.max_reduction, c.max_work_exponent, c.max_work)),
             "layouts": list(layouts),
             # the optional parameters given, by position in about half the cases (by keyword in the others), and the
-            # other way in each case's replay: code that passes every case is called both ways, as callers may
+            # other way in each case's replay: every passing case is called both ways, as callers may
             "positional": (caseapi.case_seed(seed, cdef.name + "/positional") % 2 == 0) != replay,
             "cotangents": [{"step": s, "path": list(p), "t": msg.tensor(t)} for (s, p), t in ref_prog.cotangents.items()],
             # the form of each output a later call is handed (a Prev): one of another form is a wrong output, said so
