@@ -60,6 +60,14 @@ def long_sequence(rng):
     return gqa(rng, 32, 4, 2, B=1, S=77)
 
 
+@case(targets="a long sequence (521 tokens, more than four tiles of 128 keys): a running max and sum carried "
+              "correctly across every key tile", dtypes=("float32",))
+def many_key_tiles(rng):
+    c = gqa(rng, 16, 4, 2, B=1, S=521, scale=2.0)
+    c.grad = False  # forward only: the online softmax's bookkeeping is what it tests
+    return c
+
+
 @case(targets="one token, batch 3")
 def single_token(rng):
     return gqa(rng, 32, 8, 2, B=3, S=1)

@@ -179,6 +179,12 @@ def right_padding(rng):
     return padded_prompt_then_decode(rng, config(flash=False), 8, lengths=[6, 4, 2], S=6)
 
 
+@case(targets="right-padded prompts of 300 tokens, the first only 100 long: a whole tile of 128 keys is padding in "
+              "one sequence and real in the other (padding is per sequence), then decoding", dtypes=("float32",))
+def long_padded_batch(rng):
+    return padded_prompt_then_decode(rng, config(hidden=16, heads=2, kv=1), 8, lengths=[100, 300], S=300)
+
+
 @case(targets="right padding on the flash path, one KV head")
 def padding_flash(rng):
     return padded_prompt_then_decode(rng, config(hidden=32, heads=4, kv=1, flash=True), 8, lengths=[3, 5], S=5)

@@ -60,6 +60,13 @@ def wide_window_long_sequence(rng):
     return Case(steps=[Call(*qkv(rng, 1, 131, 8), 40)])
 
 
+@case(targets="windows wider than a block of 256 (300 on each side of 700 tokens, then 598 of 600): every key within "
+              "the window counts, however many blocks away", dtypes=("float32",))
+def window_wider_than_a_block(rng):
+    steps = [Call(*qkv(rng, 1, 700, 4), 300), Call(*qkv(rng, 1, 600, 4), 598)]
+    return Case(steps=steps, grad=False)  # forward only: the band is what it tests
+
+
 @case(targets="one length, several window sizes in one run: the band depends on window_size, not only on S; windows "
               "of S - 2 and S / 2 are still bands (the first and last tokens do not see each other), not full attention")
 def windows_share_length(rng):
