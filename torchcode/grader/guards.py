@@ -214,6 +214,7 @@ class Guard:
         self.forbidden = forbidden
         self.measured = measured  # the case bounds memory or work: tensor data may not leave torch (EXPORTS)
         self.scalars = 0  # elements taken out of torch one by one (item(), float(t), ...) during this call
+        self.branches = 0  # truth values taken (if t.any(): ...), a bit each: counted apart, with more room
         self.measuring = False  # the kernel guard is looking at an op's tensors (torch function modes may see it)
         self.handling = 0  # the kernel guard's handler is running (torch's own calls there may reach the call guard)
         self.by_id = {}
@@ -407,6 +408,10 @@ SCALARS = {"item", "__float__", "__int__", "__index__", "__complex__", "__bool__
            "is_nonzero"}
 TEXT = {"__repr__", "__str__", "__format__"}  # each element the text shows counts as one scalar
 MAX_SCALARS = 256  # per call: a few loop bounds or checks, not the inputs
+# A truth value (``if (m_new > m).any():`` once per tile, as a flash kernel that rescales only when a max moved does)
+# is one bit: 64 x 64 tiles of them carry less than the inputs of the smallest measured case, and compute nothing
+BRANCHES = {"__bool__", "is_nonzero"}
+MAX_BRANCHES = 4096
 _LEAVING = "tensor data taken out of torch, where this case measures memory and work: compute with torch ops"
 
 
@@ -419,7 +424,11 @@ def _leaves_torch(guard: Guard, func, args) -> str | None:
         return f"Tensor.{name} ({_LEAVING})"
     if name in CALLS_BACK and owner:
         return f"Tensor.{name} during the call (what it runs is not watched there: use torch.autograd.grad)"
-    if name in SCALARS or name in TEXT:
+    if name in BRANCHES:
+        guard.branches += 1
+        if guard.branches > MAX_BRANCHES:
+            return f"Tensor.{name} more than {MAX_BRANCHES} times in one call ({_LEAVING})"
+    elif name in SCALARS or name in TEXT:
         guard.scalars += _shown(args[0]) if name in TEXT and args else 1
         if guard.scalars > MAX_SCALARS and name in TEXT:  # printing while debugging, most likely: say what may be
             return (f"Tensor.{name} of more than {MAX_SCALARS} elements in one call (printed text takes tensor data "
