@@ -57,6 +57,12 @@ def large_scores(rng):
     return with_future_changed(rng, 2, 8, 16, t=2, scale=25.0, grad=False)  # forward stability only
 
 
+@case(targets="large activations over 600 tokens (more than four tiles of 128, two of 256): each row rescaled when "
+              "its own running max grows", dtypes=("float32",))
+def large_scores_many_tiles(rng):
+    return Case(steps=[Call(*(rng.randn(1, 600, 16, scale=25.0) for _ in range(3)))], grad=False)  # forward only
+
+
 @case(targets="a query whose only allowed score is far below -1e4: masked scores must be -inf, not a large negative number")
 def very_negative_own_score(rng):
     B, S, D = 2, 6, 4

@@ -65,6 +65,14 @@ def long_memory(rng):
     return cross(rng, 32, 4, B=1, Sq=5, Skv=147)
 
 
+@case(targets="a memory of 600 tokens (more than four tiles of 128, two of 256), then large activations over it: a "
+              "running max and sum carried across tiles, each row rescaled when its own max grows", dtypes=("float32",))
+def many_memory_tiles(rng):
+    steps = [Call(rng.randn(1, 4, 32), rng.randn(1, 600, 32)),
+             Call(rng.randn(1, 4, 32, scale=12.0), rng.randn(1, 600, 32, scale=12.0))]
+    return Case(init=dict(d_model=32, num_heads=2), steps=steps, grad=False)  # forward only
+
+
 @case(targets="8 narrow heads: scale by sqrt(d_k); another layer with 2 heads is built beside it (a model builds all its "
               "layers first): each layer keeps its own settings on self, not on the class")
 def many_heads(rng):

@@ -60,10 +60,12 @@ def long_sequence(rng):
     return gqa(rng, 32, 4, 2, B=1, S=77)
 
 
-@case(targets="a long sequence (521 tokens, more than four tiles of 128 keys): a running max and sum carried "
-              "correctly across every key tile", dtypes=("float32",))
+@case(targets="a long sequence (521 tokens, more than four tiles of 128 keys), then large activations: a running "
+              "max and sum carried correctly across every key tile, each row rescaled when its own max grows",
+      dtypes=("float32",))
 def many_key_tiles(rng):
     c = gqa(rng, 16, 4, 2, B=1, S=521, scale=2.0)
+    c.steps.append(Call(rng.randn(1, 521, 16, scale=12.0)))  # then large activations: each row's own rescale
     c.grad = False  # forward only: the online softmax's bookkeeping is what it tests
     return c
 

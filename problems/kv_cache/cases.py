@@ -89,6 +89,14 @@ def large_scores_decode(rng):
     return Case(init=dict(d_model=32, num_heads=4), steps=steps, grad=False)  # forward stability only
 
 
+@case(targets="large activations over a long cache (a prefill of 300, a chunk of 300, a decode step): each row "
+              "rescaled when its own running max grows, across tiles of keys", dtypes=("float32",))
+def large_scores_long_cache(rng):
+    x = rng.randn(1, 601, 16, scale=15.0)
+    steps = [Call(x[:, :300]), Call(x[:, 300:600], Prev(0, 1)), Call(x[:, 600:], Prev(1, 1))]
+    return Case(init=dict(d_model=16, num_heads=2), steps=steps, grad=False)  # forward stability only
+
+
 def unit_head_slices(rng, B, S, heads, d_k):
     """x whose every head slice has norm 1: with W_q = a I and W_k = -a I, every score lies in [-a^2, a^2] / sqrt(d_k)
     (within float16) and each token's score on its own key is the lowest, -a^2 / sqrt(d_k)."""

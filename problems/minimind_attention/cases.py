@@ -179,10 +179,10 @@ def right_padding(rng):
     return padded_prompt_then_decode(rng, config(flash=False), 8, lengths=[6, 4, 2], S=6)
 
 
-@case(targets="right-padded prompts of 300 tokens, the first only 100 long: a whole tile of 128 keys is padding in "
-              "one sequence and real in the other (padding is per sequence), then decoding", dtypes=("float32",))
+@case(targets="right-padded prompts of 300 tokens, the first 100 long and the last 180: a whole tile of 128 keys is "
+              "padding in one sequence and real in another (padding is per sequence), then decoding", dtypes=("float32",))
 def long_padded_batch(rng):
-    return padded_prompt_then_decode(rng, config(hidden=16, heads=2, kv=1), 8, lengths=[100, 300], S=300)
+    return padded_prompt_then_decode(rng, config(hidden=16, heads=2, kv=1), 8, lengths=[100, 300, 180], S=300)
 
 
 @case(targets="right padding on the flash path, one KV head")
@@ -256,6 +256,16 @@ def large_scores(rng):
     steps = [Call(x[:, :5], pe(cos, sin, 0, 5), use_cache=True),
              Call(x[:, 5:], pe(cos, sin, 5, 6), past_key_value=Prev(0, 1), use_cache=False)]
     return Case(init=dict(config=config()), steps=steps, grad=False)  # forward stability only
+
+
+@case(targets="large activations over 300 tokens and a decode step (more than two tiles of 128 keys): each row "
+              "rescaled when its own running max grows", dtypes=("float32",))
+def large_scores_long(rng):
+    cos, sin = rope_tables(301, 8)
+    x = rng.randn(1, 301, 16, scale=15.0)
+    steps = [Call(x[:, :300], pe(cos, sin, 0, 300), use_cache=True),
+             Call(x[:, 300:], pe(cos, sin, 300, 301), past_key_value=Prev(0, 1), use_cache=True)]
+    return Case(init=dict(config=config(hidden=16, heads=2, kv=1)), steps=steps, grad=False)  # forward stability only
 
 
 @case(targets="the caller's cos/sin from theta 1e6 (MiniMind's own): use position_embeddings, never rebuild RoPE")

@@ -157,6 +157,22 @@ def large_scores(rng):
                 grad=False)  # logits ~1e3: test the forward's stability; gradients there are ill-conditioned
 
 
+@case(targets="600 keys (more than four tiles of 128, two of 256): per-sequence padding, the shortest sequence first "
+              "and another in the middle, then a causal (300, 300) mask, then large scores over every key: a running "
+              "max and sum carried across tiles, each row rescaled when its own max grows, a tile skipped only when "
+              "every row and every batch element has it masked", dtypes=("float32",))
+def many_key_tiles(rng):
+    Lk, lengths = 600, [100, 600, 350]
+    pad = torch.zeros(3, 1, Lk, dtype=torch.bool)
+    for b, n in enumerate(lengths):
+        pad[b, :, :n] = True
+    causal = torch.ones(300, 300, dtype=torch.bool).tril()
+    steps = [Call(rng.randn(3, 4, 16), rng.randn(3, Lk, 16), rng.randn(3, Lk, 8), pad),
+             Call(rng.randn(1, 300, 8), rng.randn(1, 300, 8), rng.randn(1, 300, 8), causal),
+             Call(rng.randn(2, 3, 16, scale=30.0), rng.randn(2, Lk, 16, scale=30.0), rng.randn(2, Lk, 8))]
+    return Case(steps=steps, grad=False)  # forward only: the online softmax's bookkeeping is what it tests
+
+
 @case(targets="large-magnitude scores with a mask: mask the scores before the softmax (a masked key may hold a row's "
               "largest score)")
 def large_scores_masked(rng):

@@ -1,0 +1,39 @@
+# expect: wrong_answer
+# mistake: online softmax over key tiles of 64 that rescales only `if (m_new > m).all():` (should be always, or any): rows whose max grows on a tile where some other row's did not keep sums scaled to their old max; exact while Lk <= 64
+import math
+import torch
+
+
+def _tiled(q, k, v, scale, allow=None, kstart=0, kend=None, skip=None):
+    Lk = k.shape[-2] if kend is None else kend
+    T = 64
+    m = torch.full(q.shape[:-1] + (1,), float("-inf"), dtype=torch.float32, device=q.device)
+    l = torch.zeros_like(m)
+    acc = torch.zeros(q.shape[:-1] + (v.shape[-1],), dtype=torch.float32, device=q.device)
+    for ks in range(kstart, Lk, T):
+        ke = min(ks + T, Lk)
+        if skip is not None and skip(ks, ke):
+            continue
+        s = (q @ k[..., ks:ke, :].transpose(-2, -1)).float() * scale
+        if allow is not None:
+            s = s.masked_fill(~allow(ks, ke), float("-inf"))
+        tile_max = s.amax(-1, keepdim=True)
+        m_new = torch.maximum(m, tile_max)
+        if (m_new > m).all():  # rescale only when the max moved
+            alpha = torch.exp(m - m_new)
+            l = alpha * l
+            acc = alpha * acc
+            m = m_new
+        p = torch.exp(s - m)
+        l = l + p.sum(-1, keepdim=True)
+        acc = acc + p @ v[..., ks:ke, :].float()
+    return (acc / l).to(q.dtype)
+
+
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    scale = 1.0 / math.sqrt(Q.shape[-1])
+    allow = skip = None
+    if mask is not None:
+        full = mask.expand(Q.shape[:-1] + (K.shape[-2],))
+        allow = lambda ks, ke: full[..., ks:ke]
+    return _tiled(Q, K, V, scale, allow, skip=skip)
