@@ -53,10 +53,13 @@ def _learner_line(path: str) -> int:
 
 def warm() -> None:
     """Import what meta tensors need (torch._meta_registrations, torch._refs, dynamo's disable wrapper):
-    seconds, paid once in the zygote. No thread is started and nothing is computed."""
+    seconds, paid once in the zygote. No thread is started and nothing is computed. No backward either: on a
+    machine with a GPU, autograd's first backward asks CUDA how many devices there are (initialising it in
+    the zygote, so that no worker forked from it could use CUDA) and starts a thread for each (after which a
+    forked worker's backward fails)."""
     a = torch.ones(2, 3, 3, device="meta", requires_grad=True)
     mask = torch.ones(3, 3, dtype=torch.bool, device="meta")
-    torch.where(mask, a.masked_fill(mask, 0.0), 0.0).softmax(-1).sum().backward()
+    torch.where(mask, a.masked_fill(mask, 0.0), 0.0).softmax(-1).sum()
 
 
 def is_device_error(e: BaseException) -> bool:
