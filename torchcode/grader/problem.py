@@ -123,6 +123,10 @@ class Problem:
               replay: bool = False) -> Prepared | None:
         """Build a case and run the reference on it. ``replay``: the same case with new values (same shapes,
         same other arguments, new weights), forward only, or None when the case's shapes depend on the values."""
+        if device == "cuda":
+            from torchcode.grader.startup import no_cudnn_attention
+
+            no_cudnn_attention()  # the reference's calls too (a plan per shape: seconds per case)
         variant = REPLAY if replay else ""
         c = self._make(cdef, seed, variant)
         inference = not c.grad  # a forward-only case calls under torch.no_grad(); its replay as its first run did

@@ -12,6 +12,7 @@ import os
 import resource
 import signal
 import sys
+import warnings
 
 import torch
 
@@ -121,6 +122,16 @@ def _init_device(config: dict) -> None:
     init(config.get("device", "cpu"), list(config.get("dtypes") or ["float32"]), bool(config.get("sdpa")))
 
 
+def no_cudnn_attention() -> None:
+    """Leave cuDNN out of F.scaled_dot_product_attention's choices on CUDA (the learner's calls and the reference's
+    alike; flash, memory-efficient and math kernels remain, each within tolerance): cuDNN builds a plan for every
+    new shape, 74 ms each on an H100 (the first 720 ms), against 0.03 ms for the flash kernel, and a case's calls
+    come in many shapes (a decode loop, a growing cache): `check minimind_attention` took 113 s there."""
+    enable = getattr(torch.backends.cuda, "enable_cudnn_sdp", None)  # torch 2.3+
+    if enable is not None:
+        enable(False)
+
+
 def init_device(device: str, dtypes: list[str], sdpa: bool = False) -> None:
     """Make ``device`` usable and load the kernels grading will use there, so no case pays for it.
 
@@ -129,8 +140,19 @@ def init_device(device: str, dtypes: list[str], sdpa: bool = False) -> None:
     lazily; the first fused low-precision attention call costs about a second. The CPU needs nothing.
     """
     if device != "cuda":
+        # A CPU worker on a machine with a GPU: autograd's first backward asks CUDA how many devices there are (to
+        # start a thread for each), which fails under this worker's limits; torch printed "CUDA initialization:
+        # Unexpected error from cudaGetDeviceCount()" into the learner's output. Hide the GPUs, and ask here, once
+        # and quietly: the answer (0) is kept, and no later backward asks again.
+        os.environ["CUDA_VISIBLE_DEVICES"] = ""
+        ask = getattr(torch._C, "_cuda_getDeviceCount", None)  # what autograd asks (not torch.cuda's, via NVML)
+        if ask is not None:  # a CUDA build of torch
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ask()
         return
     torch.cuda.init()
+    no_cudnn_attention()
     import torch.nn.functional as F
 
     for name in dtypes:
