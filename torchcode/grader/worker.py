@@ -72,6 +72,32 @@ def _not_utf8(raw: bytes, e: Exception) -> str:
 # CUDA's words for a kernel that read or wrote out of bounds (an index out of range, on the CPU an IndexError)
 _CUDA_INDEX_ERRORS = ("device-side assert triggered", "an illegal memory access was encountered")
 
+
+
+def _cuda_error(e: BaseException, stage: str, tb: str = "") -> dict | None:
+    """A CUDA error's runtime error, in the learner's terms (None: not one). After one, the device stays unusable."""
+    if not isinstance(e, RuntimeError):  # torch.AcceleratorError (torch 2.8+) is a RuntimeError
+        return None
+    try:
+        text = str(e)
+    except BaseException:  # noqa: BLE001 - a learner's RuntimeError subclass whose __str__ raises
+        return None
+    if not isinstance(text, str):
+        return None
+    first = text.splitlines()[0][:160] if text else ""
+    if any(s in text for s in _CUDA_INDEX_ERRORS):
+        return {"kind": "runtime", "stage": stage, "traceback": tb, "message": (
+            f"RuntimeError {stage}: {first}. On a GPU this is most often an index out of "
+            "range (indexing, gather, scatter, an embedding with a position past the table): the GPU reports it "
+            "late and without the line. `--device cpu` runs the same code on the CPU, where it raises an "
+            "IndexError at the line that indexes.")}
+    if text.startswith("CUDA error"):
+        return {"kind": "runtime", "stage": stage, "traceback": tb, "message": (
+            f"RuntimeError {stage}: {first}. The GPU reports such errors late and without the line: "
+            "`--device cpu` runs the same code on the CPU, where it fails at the line that causes it.")}
+    return None
+
+
 _T = protocol._T  # torch's own Tensor functions, taken before any submission ran
 _TENSOR_NAMES = frozenset(dir(torch.Tensor))
 
@@ -289,18 +315,27 @@ class Worker:
         while True:
             header, tensors = receive(self.sock)
             op = header.get("op")
-            if op == "load":
-                msg, body = Message(), self.load(header)
-            elif op == "case":
+            msg = Message()
+            try:
+                if op == "load":
+                    body = self.load(header)
+                elif op == "case":
+                    body = self.case(header, tensors, msg)
+                elif op == "portable":
+                    body = self.portable(header, tensors)
+                elif op in ("bench_setup", "bench_call", "bench_echo"):
+                    body = getattr(self, op)(header, tensors, msg)
+                else:
+                    return
+            except BaseException as e:
+                # A CUDA error past the handlers': after a device-side assert in the learner's kernel, every later
+                # use of the device raises (moving the next inputs there, reading an output). Said as the learner's
+                # error: a worker that ended without a word was "Crashed ... exited with code 0" on an H100.
+                body = _cuda_error(e, "in this call")
+                if body is None:
+                    raise
                 msg = Message()
-                body = self.case(header, tensors, msg)
-            elif op == "portable":
-                msg, body = Message(), self.portable(header, tensors)
-            elif op in ("bench_setup", "bench_call", "bench_echo"):
-                msg = Message()
-                body = getattr(self, op)(header, tensors, msg)
-            else:
-                return
+                body = {"error": body}
             msg.send(self.sock, body)
 
     # -- loading the learner's file ------------------------------------------------------
@@ -514,6 +549,9 @@ class Worker:
             return self._results(ex, guard, stage, h, msg, seconds)
         except BaseException as e:  # noqa: BLE001 - an output object that raises when read: a verdict, never a dead worker
             msg.__init__()  # nothing half-encoded goes out with the error
+            cuda = _cuda_error(e, "when its output was read")  # a device-side assert surfaces at the first sync
+            if cuda is not None:
+                return {"error": cuda, "seconds": seconds}
             return {"error": {"kind": "output", "message": _UNREADABLE.format(e=_safe_text(e)[:200])},
                     "seconds": seconds}
 
@@ -681,12 +719,9 @@ class Worker:
             return {"kind": "memory", "message": f"ran out of memory {stage}", "stage": stage, "traceback": tb}
         if isinstance(e, torch.OutOfMemoryError) or (isinstance(e, RuntimeError) and "CUDA out of memory" in str(e)):
             return {"kind": "memory", "message": f"ran out of GPU memory {stage}", "stage": stage, "traceback": tb}
-        if isinstance(e, RuntimeError) and any(s in str(e) for s in _CUDA_INDEX_ERRORS):
-            return {"kind": "runtime", "stage": stage, "traceback": tb, "message": (
-                f"RuntimeError {stage}: {str(e).splitlines()[0][:160]}. On a GPU this is most often an index out of "
-                "range (indexing, gather, scatter, an embedding with a position past the table): the GPU reports it "
-                "late and without the line. `--device cpu` runs the same code on the CPU, where it raises an "
-                "IndexError at the line that indexes.")}
+        cuda = _cuda_error(e, stage, tb)
+        if cuda is not None:
+            return cuda
         if isinstance(e, OSError) and e.errno == errno.EPERM and any(
                 f.name in ("fork", "_fork_exec", "_execute_child", "fork_exec", "posix_spawn", "system")
                 for f in traceback.extract_tb(e.__traceback__)):
