@@ -18,6 +18,7 @@ import os
 import signal
 import socket
 import struct
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -169,21 +170,71 @@ def _exit_on_signal(signum, frame):
     raise SystemExit(128 + signum)
 
 
+_STARTED = [0]  # zygotes this process has started
+
+# The zygote as a fresh interpreter: the trusted process's sys.path, then torch imported anew there
+_FRESH = ("import json, sys; sys.path[:] = json.loads(sys.argv[2]); "
+          "from torchcode.grader import sandbox; sandbox.fresh_zygote(int(sys.argv[1]))")
+
+
+def _forkable() -> bool:
+    """Whether the zygote may be forked from this process: only before it computed. Once it has initialised CUDA
+    (which no forked child can use: "Cannot re-initialize CUDA in forked subprocess") or started a zygote before
+    (it has most likely computed since: on a machine with a GPU, its first backward started a thread per device, and
+    every backward in a forked child then fails), the zygote is a fresh interpreter instead (one torch import)."""
+    torch = sys.modules.get("torch")
+    return _STARTED[0] == 0 and not (torch is not None and torch.cuda.is_initialized())
+
+
+def _die_with_parent() -> None:
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG: clean up, then die with it
+    except (OSError, AttributeError):
+        pass
+
+
+def fresh_zygote(fd: int) -> None:
+    """The zygote's life in a fresh interpreter (``_FRESH``); never returns."""
+    try:
+        _die_with_parent()
+        import torch  # noqa: F401 - every worker forked from here starts with it imported
+
+        _zygote_loop(socket.socket(fileno=fd))
+    finally:
+        os._exit(0)
+
+
 class Zygote:
-    """Fork it right after ``import torch`` and before any tensor op in this process."""
+    """Forked right after ``import torch`` and before any tensor op in this process; a fresh interpreter where
+    this process can no longer fork one safely (``_forkable``)."""
 
     def __init__(self):
         ours, theirs = socket.socketpair()
+        self.fresh = not _forkable()
+        _STARTED[0] += 1
+        if self.fresh:
+            import subprocess
+            import tempfile
+
+            env = dict(os.environ, TMPDIR=tempfile.gettempdir())  # where this process puts its temporary files
+            try:
+                proc = subprocess.Popen([sys.executable, "-c", _FRESH, str(theirs.fileno()), json.dumps(sys.path)],
+                                        pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env=env)
+            except OSError:
+                ours.close()
+                raise
+            finally:
+                theirs.close()
+            proc.returncode = 0  # reaped by close(), as a forked zygote is (Popen is not to wait for it again)
+            self.pid, self.sock = proc.pid, ours
+            return
         pid = os.fork()
         if pid == 0:  # the zygote
             try:
                 ours.close()
-                try:
-                    import ctypes
-
-                    ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG: clean up, then die with it
-                except (OSError, AttributeError):
-                    pass
+                _die_with_parent()
                 _zygote_loop(theirs)
             finally:
                 os._exit(0)
