@@ -16,6 +16,9 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 _GRADER = None
+# Every `torchcode` the tests run grades on the CPU, as CI does, also on a machine with a GPU (its default,
+# --device auto, would pick CUDA there); the CUDA tests (test_devices.py) ask for it, or for auto, themselves.
+os.environ["TORCHCODE_DEVICE"] = "cpu"
 
 
 def corpus_seed(name: str) -> int:

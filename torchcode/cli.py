@@ -108,7 +108,7 @@ def check(target: Annotated[Optional[str], typer.Argument(
           time_limit: Annotated[Optional[float], typer.Option(help="Seconds per hidden case (default: the problem's).")] = None,
           total_time_limit: Annotated[float, typer.Option(help="Seconds for the whole check.")] = 120.0,
           memory_limit: Annotated[int, typer.Option(help="MB your code's process may take beyond what it holds at start (on the CPU: address space; on a GPU: host memory).")] = 6144,
-          device: Annotated[str, typer.Option(help="auto (CUDA when available), cpu or cuda.")] = "auto",
+          device: Annotated[str, typer.Option(help="auto (CUDA when available), cpu or cuda.", envvar="TORCHCODE_DEVICE")] = "auto",
           dtype: Annotated[Optional[list[str]], typer.Option(
               help="Grade in this dtype (repeatable; 'all' = every dtype the problem declares). "
                    "Default: float32 on CPU, all declared dtypes on CUDA.")] = None,
@@ -131,7 +131,7 @@ def watch(target: Annotated[Optional[str], typer.Argument(
           problem: Annotated[Optional[str], typer.Option("--problem", "-p", help="The problem FILE solves.")] = None,
           seed: Annotated[Optional[int], typer.Option(help="Grade every save on this seed (default: a new one each time).")] = None,
           time_limit: Annotated[Optional[float], typer.Option(help="Seconds per hidden case (default: the problem's).")] = None,
-          device: Annotated[str, typer.Option(help="auto (CUDA when available), cpu or cuda.")] = "auto",
+          device: Annotated[str, typer.Option(help="auto (CUDA when available), cpu or cuda.", envvar="TORCHCODE_DEVICE")] = "auto",
           dtype: Annotated[Optional[list[str]], typer.Option(help="Grade in this dtype (repeatable; 'all'), as for check.")] = None,
           gpu_dry_run: Annotated[bool, typer.Option("--gpu-dry-run", help="On the CPU: if accepted, also say whether your code would run on a GPU (a dry run without data; a few seconds more).")] = False,
           problems_dir: PacksOpt = None):
@@ -148,7 +148,7 @@ def bench(target: Annotated[Optional[str], typer.Argument(
               metavar="[TARGET]", show_default=False, help="A problem id or a file (as for check).")] = None,
           file: FileArg = None,
           problem: Annotated[Optional[str], typer.Option("--problem", "-p", help="The problem FILE solves (as for check).")] = None,
-          device: Annotated[str, typer.Option(help="auto, cpu or cuda.")] = "auto",
+          device: Annotated[str, typer.Option(help="auto, cpu or cuda.", envvar="TORCHCODE_DEVICE")] = "auto",
           dtype: Annotated[str, typer.Option(help="float32, bfloat16 or float16.")] = "float32",
           sizes: Annotated[Optional[str], typer.Option(help="Comma-separated sizes (default: the problem's).")] = None,
           reps: Annotated[int, typer.Option(help="Timed repetitions per size (median).")] = 5,
@@ -255,7 +255,7 @@ def serve(directory: Annotated[Optional[Path], typer.Argument(
           no_browser: Annotated[bool, typer.Option("--no-browser", help="Print the URL, do not open a browser.")] = False,
           host: Annotated[str, typer.Option(help="Address to listen on. Anything but loopback needs --allow-remote.")] = "127.0.0.1",
           allow_remote: Annotated[bool, typer.Option("--allow-remote", help="Allow --host to be reachable from other machines.")] = False,
-          device: Annotated[str, typer.Option(help="Where checks run: auto (CUDA when available), cpu or cuda.")] = "auto",
+          device: Annotated[str, typer.Option(help="Where checks run: auto (CUDA when available), cpu or cuda.", envvar="TORCHCODE_DEVICE")] = "auto",
           gpu_dry_run: Annotated[bool, typer.Option("--gpu-dry-run", help="Tick the page's 'GPU dry run' box at the start: on the CPU, an accepted check also says whether the code would run on a GPU.")] = False,
           problems_dir: PacksOpt = None):
     """A browser workspace: problem list, statement, editor and Check, on 127.0.0.1 behind a token."""
@@ -277,7 +277,7 @@ def grade(submissions: Annotated[Path, typer.Argument(help="A folder with one fo
           time_limit: Annotated[Optional[float], typer.Option(help="Seconds per hidden case (default: the problem's).")] = None,
           total_time_limit: Annotated[float, typer.Option(help="Seconds for one submission's whole check.")] = 120.0,
           memory_limit: Annotated[int, typer.Option(help="MB a submission's process may take beyond what it holds at start (CPU: address space; GPU: host memory).")] = 6144,
-          device: Annotated[str, typer.Option(help="auto (CUDA when available), cpu or cuda.")] = "auto",
+          device: Annotated[str, typer.Option(help="auto (CUDA when available), cpu or cuda.", envvar="TORCHCODE_DEVICE")] = "auto",
           dtype: Annotated[Optional[list[str]], typer.Option(help="Grade in this dtype (repeatable), as for check.")] = None,
           gpu_dry_run: Annotated[bool, typer.Option("--gpu-dry-run", help="On the CPU: an accepted kernel's feedback also says whether it would run on a GPU (a dry run without data; about a second more each).")] = False,
           problems_dir: PacksOpt = None):

@@ -55,7 +55,8 @@ def session():
             from torchcode.grader.limits import Limits
             from torchcode.session import Session
 
-            s = Session(limits=Limits(imports_from=_here()))  # a cell imports the notebook folder's modules
+            s = Session(limits=Limits(imports_from=_here(), device=os.environ.get("TORCHCODE_DEVICE") or "auto"))
+            # (a cell imports the notebook folder's modules; the device as `check` picks it)
             try:
                 s.start()
             except BaseException:  # interrupted or failed while starting: leave no process behind
