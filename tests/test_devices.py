@@ -27,6 +27,21 @@ def test_cuda_without_gpu_is_a_clear_error(cli, workdir):
     assert r.code == 2 and "no CUDA device" in r.err and "Traceback" not in r.err
 
 
+def test_the_device_can_be_set_for_every_command_by_an_environment_variable(cli, workdir):
+    """TORCHCODE_DEVICE is --device's default (a GPU owner who grades on the CPU, or the tests, which set it to
+    cpu for every command they run); --device still wins, and a bad value is a usage error."""
+    shutil.copy(ROOT / "solutions" / "sdpa.py", workdir / "sdpa.py")
+    r = cli("check", "sdpa", "--json", env={"TORCHCODE_DEVICE": "cpu"})
+    assert r.code == 0 and json.loads(r.out)["device"] == "cpu", r.text
+    r = cli("check", "sdpa", env={"TORCHCODE_DEVICE": "tpu"})
+    assert r.code == 2 and "--device must be auto, cpu or cuda, not 'tpu'" in r.err and "Traceback" not in r.err
+    r = cli("check", "sdpa", "--device", "cpu", "--json", env={"TORCHCODE_DEVICE": "tpu"})
+    assert r.code == 0 and json.loads(r.out)["device"] == "cpu", r.text
+    if not torch.cuda.is_available():
+        r = cli("bench", "sdpa", env={"TORCHCODE_DEVICE": "cuda"})
+        assert r.code == 2 and "no CUDA device" in r.err, r.text
+
+
 def test_default_dtypes(catalog):
     assert default_dtypes(catalog.get("flash_attention"), "cpu") == ["float32"]
     assert default_dtypes(catalog.get("flash_attention"), "cuda") == ["float32", "bfloat16", "float16"]
@@ -84,12 +99,14 @@ def test_dtype_option_through_the_cli(cli, workdir):
 @cuda
 def test_cli_grades_every_declared_dtype_on_cuda(cli, workdir):
     shutil.copy(ROOT / "solutions" / "sdpa.py", workdir / "sdpa.py")
-    r = cli("check", "sdpa", "--json")  # --device auto
+    r = cli("check", "sdpa", "--json", env={"TORCHCODE_DEVICE": None})  # --device auto
     report = json.loads(r.out)
     assert r.code == 0, report["message"]
     assert report["device"] == "cuda" and report["dtypes"] == ["float32", "bfloat16", "float16"]
     on_cpu = json.loads(cli("check", "sdpa", "--device", "cpu", "--json").out)["limits"]["confined"]
-    assert report["limits"]["confined"] == on_cpu  # the GPU worker is confined exactly like the CPU's
+    # the GPU worker is confined exactly like the CPU's; its memory is watched (no address-space limit on CUDA)
+    assert report["limits"]["confined"].pop("memory") is True
+    assert report["limits"]["confined"] == {k: v for k, v in on_cpu.items() if k != "memory"}
     assert on_cpu["processes"] and on_cpu["threads"]
 
 
@@ -195,3 +212,16 @@ def test_host_memory_is_bounded_on_cuda(grader, catalog, tmp_path):
 
     report = grade_hoarder(grader, catalog, tmp_path, HOARDER, "cuda")
     assert report.verdict.value == "memory_limit", [(c.name, c.verdict, c.message) for c in report.cases]
+
+
+def test_cudnn_is_left_out_of_fused_attention_on_cuda():
+    """cuDNN builds a plan per new shape (74 ms each on an H100): the worker and the reference leave it out on
+    CUDA. The switch itself, checked here in a fresh process (CI has no GPU to grade on)."""
+    import subprocess
+    import sys
+
+    code = ("import torch\nfrom torchcode.grader.startup import no_cudnn_attention\n"
+            "before = torch.backends.cuda.cudnn_sdp_enabled()\nno_cudnn_attention()\n"
+            "print(before, torch.backends.cuda.cudnn_sdp_enabled(), torch.backends.cuda.flash_sdp_enabled())")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout.split() == ["True", "False", "True"], p.stdout + p.stderr

@@ -98,13 +98,20 @@ SCRIPT = textwrap.dedent('''
 
     result["tamper"] = {}
     g = guards.Guard(FORBIDDEN)
+    refused_by_torch = False
     with g:
         mine = torch.library.Library("aten", "IMPL")  # the learner's own kernel over the ban
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            mine.impl("scaled_dot_product_attention", lambda *a, **k: a[0], "CompositeImplicitAutograd")
+            try:
+                mine.impl("scaled_dot_product_attention", lambda *a, **k: a[0], "CompositeImplicitAutograd")
+            except RuntimeError as e:  # torch 2.11 itself refuses a second Python kernel over the guard's
+                refused_by_torch = "already a kernel registered from python" in str(e)
+                if not refused_by_torch:
+                    raise
     g.check_kernels()
-    result["tamper"]["override a ban"] = ["refused" if g.tampered else "ran", bool(g.tampered), True]
+    result["tamper"]["override a ban"] = ["refused" if g.tampered or refused_by_torch else "ran",
+                                          bool(g.tampered or refused_by_torch), True]
     mine._destroy()
     for name, fn in tampering.items():
         KEEP = []

@@ -11,6 +11,7 @@ import os
 import shutil
 import socket
 import sqlite3
+import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -88,7 +89,7 @@ def test_out_of_file_descriptors_is_a_grader_error(grader, catalog, monkeypatch)
 def test_lost_zygote_is_a_grader_error(catalog):
     from torchcode.grader.judge import Grader
 
-    g = Grader()  # its zygote never computes, so forking it here is safe
+    g = Grader()  # a second grader in this process: its zygote is a fresh interpreter
     try:
         os.kill(g.zygote.pid, 9)
         os.waitpid(g.zygote.pid, 0)
@@ -288,3 +289,66 @@ def test_one_time_imports_of_a_backward_are_paid_while_loading_not_in_a_case(gra
     path.write_text(RECOMPUTING)
     report = grader.grade(catalog.get("sdpa"), path, seed=3)
     assert report.passed, [(c.name, c.verdict, c.message) for c in report.cases if not c.passed][:2]
+
+
+def test_a_cpu_worker_hides_the_gpus_before_anything_asks_for_them(grader, catalog, tmp_path):
+    """On a machine with a GPU, a CPU worker's first backward asked CUDA how many devices there are, which its
+    confinement forbids: torch printed "CUDA initialization: Unexpected error from cudaGetDeviceCount()" into
+    the learner's output (seen on an H100 machine). The worker hides the GPUs before CUDA can initialise."""
+    path = tmp_path / "sdpa.py"
+    path.write_text((ROOT / "solutions" / "sdpa.py").read_text() + "\nimport os as _os\n"
+                    "print('SEEN', repr(_os.environ.get('CUDA_VISIBLE_DEVICES')), torch.cuda.device_count())\n")
+    report = grader.grade(catalog.get("sdpa"), path, seed=1)
+    assert report.passed, report.message
+    assert report.output.startswith("SEEN '' 0"), report.output
+
+
+def test_the_zygotes_meta_warm_up_runs_no_backward():
+    """The zygote loads the meta device's kernels once for the GPU dry runs. A backward there, on a machine with
+    a GPU, initialised CUDA in the zygote and started autograd's device threads: every worker forked afterwards
+    failed ("warming up torch failed: Unable to handle autograd's threading in combination with fork-based
+    multiprocessing"; with CUDA, "initialization error"), so `grade`, `watch` and `validate` with a GPU dry run
+    graded nothing on an H100 machine."""
+    code = ("import torch\nfrom torchcode.grader import portable\n"
+            "def refuse(*a, **k):\n    raise SystemExit('a backward ran')\n"
+            "torch.autograd._engine_run_backward = refuse\n"  # where backward() and autograd.grad() both go
+            "portable.warm()\nprint('warm', torch.cuda.is_initialized())\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout.strip() == "warm False", p.stdout + p.stderr
+
+
+def test_a_device_side_assert_is_the_learners_runtime_error_not_a_silent_worker(cli, workdir, tmp_path):
+    """On an H100, a kernel indexing past the end (repeat_kv/wrong/index_cached_by_n_rep.py) was "Crashed: exited
+    with code 0 without returning a result": CUDA reported the assert late, when the grader read the output, and the
+    next case's inputs could not reach the device; that error escaped the worker. Both are the learner's runtime
+    error now, with what to do about it. (A fake device raises as CUDA does.)"""
+    shutil.copy(ROOT / "solutions" / "sdpa.py", workdir / "sdpa.py")
+    r = cli("check", "sdpa", "--device", "cpu", "--json", env=fake_env("asserts_after_a_call", tmp_path))
+    report = json.loads(r.out)
+    assert r.code == 1 and report["verdict"] == "runtime_error", r.text
+    assert "device-side assert triggered" in report["message"] and "index out of range" in report["message"]
+    failed = [c for c in report["cases"] if c["verdict"] != "accepted"]
+    assert len(failed) >= 2 and all(c["verdict"] == "runtime_error" for c in failed), failed
+    assert "Crashed" not in r.text and "exited with code" not in r.text
+
+
+def test_a_second_grader_in_one_process_starts_a_fresh_zygote(grader, catalog):
+    """The first grader forks its zygote from this process (a torch import saved); later ones may not: this
+    process has computed since (on a GPU machine its backward started a thread per device, after which every
+    backward of a forked worker failed, and CUDA used here cannot be used in a forked child: `grade_file` twice on
+    CUDA graded nothing the second time). Their zygote is a fresh interpreter, which grades the same."""
+    from torchcode.grader.judge import Grader
+
+    spec = catalog.get("sdpa")
+    assert not grader.zygote.fresh  # conftest's, made before any tensor op
+    with Grader() as g:
+        assert g.zygote.fresh
+        right = g.grade(spec, spec.solution_path, seed=5)
+        with open(f"/proc/{g.zygote.pid}/cmdline", "rb") as f:
+            assert b"fresh_zygote" in f.read()
+        wrong = g.grade(spec, ROOT / "problems" / "sdpa" / "wrong" / "scale_by_dk.py", seed=5)
+        assert right.passed and wrong.verdict.value == "wrong_answer", (right.message, wrong.message)
+        assert right.limits["confined"] == grader.grade(spec, spec.solution_path, seed=5).limits["confined"]
+        pid = g.zygote.pid
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # reaped when the grader closed
