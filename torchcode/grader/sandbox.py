@@ -173,7 +173,10 @@ def _exit_on_signal(signum, frame):
 _STARTED = [0]  # zygotes this process has started
 
 # The zygote as a fresh interpreter: the trusted process's sys.path, then torch imported anew there
-_FRESH = ("import json, sys; sys.path[:] = json.loads(sys.argv[2]); "
+# (-P: nothing from the working directory is imported first; dying with the trusted process comes first too)
+_FRESH = ("import ctypes, json, signal, sys; sys.path[:] = json.loads(sys.argv[2])\n"
+          "signal.signal(signal.SIGINT, signal.SIG_IGN)  # the trusted process handles Ctrl-C\n"
+          "try:\n    ctypes.CDLL(None).prctl(1, signal.SIGTERM)\nexcept (OSError, AttributeError):\n    pass\n"
           "from torchcode.grader import sandbox; sandbox.fresh_zygote(int(sys.argv[1]))")
 
 
@@ -181,7 +184,9 @@ def _forkable() -> bool:
     """Whether the zygote may be forked from this process: only before it computed. Once it has initialised CUDA
     (which no forked child can use: "Cannot re-initialize CUDA in forked subprocess") or started a zygote before
     (it has most likely computed since: on a machine with a GPU, its first backward started a thread per device, and
-    every backward in a forked child then fails), the zygote is a fresh interpreter instead (one torch import)."""
+    every backward in a forked child then fails), the zygote is a fresh interpreter instead (one torch import).
+    Not seen: torch.cuda.is_available() asked before the first grader (it starts CUDA's driver here; a CUDA worker
+    then fails to start, which is said as the grader's problem, never a verdict): make the Grader first."""
     torch = sys.modules.get("torch")
     return _STARTED[0] == 0 and not (torch is not None and torch.cuda.is_initialized())
 
@@ -196,11 +201,8 @@ def _die_with_parent() -> None:
 
 
 def fresh_zygote(fd: int) -> None:
-    """The zygote's life in a fresh interpreter (``_FRESH``); never returns."""
+    """The zygote's life in a fresh interpreter (``_FRESH``, which imported torch with this module); never returns."""
     try:
-        _die_with_parent()
-        import torch  # noqa: F401 - every worker forked from here starts with it imported
-
         _zygote_loop(socket.socket(fileno=fd))
     finally:
         os._exit(0)
@@ -219,10 +221,11 @@ class Zygote:
             import tempfile
 
             env = dict(os.environ, TMPDIR=tempfile.gettempdir())  # where this process puts its temporary files
+            path = json.dumps([p for p in sys.path if isinstance(p, str)])  # (a notebook may add a Path)
             try:
-                proc = subprocess.Popen([sys.executable, "-c", _FRESH, str(theirs.fileno()), json.dumps(sys.path)],
+                proc = subprocess.Popen([sys.executable, "-P", "-c", _FRESH, str(theirs.fileno()), path],
                                         pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env=env)
-            except OSError:
+            except BaseException:
                 ours.close()
                 raise
             finally:
