@@ -50,7 +50,9 @@ def main(sock_fd: int, config: dict) -> None:
             Message().send(sock, {"op": "start_failed", "message": str(e)[:2000]})
             return
         protocol.note(sock, ready={"confined": confined})  # before any learner code: cannot be forged
-        Worker(sock, int(config.get("output_bytes") or 0), startup.import_folders(config)).serve()
+        w = Worker(sock, int(config.get("output_bytes") or 0), startup.import_folders(config))
+        w.cuda = config.get("device") == "cuda" or bool(config.get("device_init"))  # (tests simulate CUDA with one)
+        w.serve()
     except BaseException:  # noqa: BLE001 - nothing may escape the child
         pass
     finally:
@@ -73,16 +75,13 @@ def _not_utf8(raw: bytes, e: Exception) -> str:
 _CUDA_INDEX_ERRORS = ("device-side assert triggered", "an illegal memory access was encountered")
 
 
-
 def _cuda_error(e: BaseException, stage: str, tb: str = "") -> dict | None:
     """A CUDA error's runtime error, in the learner's terms (None: not one). After one, the device stays unusable."""
     if not isinstance(e, RuntimeError):  # torch.AcceleratorError (torch 2.8+) is a RuntimeError
         return None
     try:
-        text = str(e)
+        text = str.__str__(str(e))  # an exact str: a subclass's methods (__contains__...) are the learner's code
     except BaseException:  # noqa: BLE001 - a learner's RuntimeError subclass whose __str__ raises
-        return None
-    if not isinstance(text, str):
         return None
     first = text.splitlines()[0][:160] if text else ""
     if any(s in text for s in _CUDA_INDEX_ERRORS):
@@ -277,8 +276,7 @@ def _encode_grad(g, msg: Message):
 
 def _safe_text(e: BaseException) -> str:
     try:
-        text = str(e)
-        return text if isinstance(text, str) else _type_name(type(e))
+        return str.__str__(str(e))  # an exact str: a subclass's methods (__getitem__...) are the learner's code
     except BaseException:  # noqa: BLE001
         return _type_name(type(e))
 
@@ -310,6 +308,7 @@ class Worker:
         self.forbidden: list = []
         self.benched = (None, "cpu")  # (what bench_call calls, its device): set by bench_setup
         self.defaults: dict = {}  # the entry's keyword defaults when the file was loaded (defaults.effective)
+        self.cuda = False  # on a GPU, where a CUDA error can surface outside the learner's call
 
     def serve(self) -> None:
         while True:
@@ -331,7 +330,8 @@ class Worker:
                 # A CUDA error past the handlers': after a device-side assert in the learner's kernel, every later
                 # use of the device raises (moving the next inputs there, reading an output). Said as the learner's
                 # error: a worker that ended without a word was "Crashed ... exited with code 0" on an H100.
-                body = _cuda_error(e, "in this call")
+                stage = "while your file loaded" if op == "load" else "in this case"
+                body = _cuda_error(e, stage, _learner_traceback(e, self.path)) if self.cuda else None
                 if body is None:
                     raise
                 msg = Message()
@@ -576,6 +576,8 @@ class Worker:
                 try:
                     _encode_grad(g, Message())
                 except Exception as e:  # noqa: BLE001 - a verdict on the gradient, never a dead worker
+                    if _cuda_error(e, "") is not None:
+                        raise  # the device failed (a device-side assert, reported late): case() says so
                     return {"error": {"kind": "output", "message": _UNSENDABLE_GRAD.format(e=_safe_text(e)),
                                       **({"input": key} if where == "input" else {"parameter": str(key)[:200]})},
                             "seconds": seconds}
@@ -671,6 +673,8 @@ class Worker:
             try:
                 return {"T": msg.tensor(v)["T"], "device": str(v.device)}
             except Exception as e:  # noqa: BLE001 - e.g. an unsupported dtype
+                if _cuda_error(e, "") is not None:
+                    raise  # the device failed (a device-side assert, reported late): case() says so
                 return {"X": f"tensor that cannot be sent ({e})"}
         if isinstance(v, (tuple, list)):
             return {"L": [self._encode(x, msg) for x in v]}
