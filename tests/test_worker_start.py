@@ -332,7 +332,7 @@ def test_a_device_side_assert_is_the_learners_runtime_error_not_a_silent_worker(
     assert "Crashed" not in r.text and "exited with code" not in r.text
 
 
-def test_a_second_grader_in_one_process_starts_a_fresh_zygote(grader, catalog):
+def test_a_second_grader_in_one_process_starts_a_fresh_zygote(grader, catalog, tmp_path, monkeypatch):
     """The first grader forks its zygote from this process (a torch import saved); later ones may not: this
     process has computed since (on a GPU machine its backward started a thread per device, after which every
     backward of a forked worker failed, and CUDA used here cannot be used in a forked child: `grade_file` twice on
@@ -341,6 +341,11 @@ def test_a_second_grader_in_one_process_starts_a_fresh_zygote(grader, catalog):
 
     spec = catalog.get("sdpa")
     assert not grader.zygote.fresh  # conftest's, made before any tensor op
+    # nothing of the working directory runs in it (python -c would import this json.py first), and a Path on
+    # sys.path (a notebook adds them) is no obstacle
+    (tmp_path / "json.py").write_text(f"open({str(tmp_path / 'ran')!r}, 'w').close()\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [*sys.path, tmp_path])
     with Grader() as g:
         assert g.zygote.fresh
         right = g.grade(spec, spec.solution_path, seed=5)
@@ -352,3 +357,4 @@ def test_a_second_grader_in_one_process_starts_a_fresh_zygote(grader, catalog):
         pid = g.zygote.pid
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)  # reaped when the grader closed
+    assert not (tmp_path / "ran").exists()

@@ -55,7 +55,8 @@ def _identity(path: Path, protected: list[str] = ()) -> tuple[int, int, int] | N
 class Grader:
     """Grades submissions; holds the zygote, so N submissions cost one torch import.
 
-    Create it before this process runs any tensor op (the zygote is forked from here).
+    Create it before this process runs any tensor op or asks torch.cuda anything (the zygote is forked from here;
+    a later one is a fresh interpreter: see sandbox._forkable).
     """
 
     def __init__(self, limits: Limits | None = None):
@@ -796,7 +797,7 @@ def resolve_device(name: str) -> str:
         raise UsageError("--device cuda: no CUDA device is available here (torch.cuda.is_available() is False; "
                          f"torch {torch.__version__}). Use --device cpu.")
     if name not in ("cpu", "cuda"):
-        raise UsageError(f"--device must be auto, cpu or cuda, not {name!r}")
+        raise UsageError(f"--device must be auto, cpu or cuda, not {name!r} (from --device or TORCHCODE_DEVICE)")
     return name
 
 
