@@ -1,5 +1,7 @@
-# expect: wrong_answer
+# expect: forbidden_call
 # problem: flash_attention
+# (Refused now before it runs: it names __code__, which the scan refuses, and it builds its code by hand, which
+# reflection.py refuses. Before those, the hook's own defence, below, left it computing nothing: a wrong answer.)
 # Hostile: the full S x S score matrix built in the __str__ of a storage deleter's globals' __name__: the grader's
 # profile hook once read that name (str()) inside itself, with the guard modes popped. The hook looks at exact
 # built-in types only now: nothing is computed, and the zeros it returns otherwise are wrong.

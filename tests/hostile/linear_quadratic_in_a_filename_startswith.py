@@ -1,5 +1,7 @@
-# expect: wrong_answer
+# expect: forbidden_call
 # problem: linear_attention
+# (Refused now before it runs: it names __code__, which the scan refuses, and it builds its code by hand, which
+# reflection.py refuses. Before those, the hook's own defence, below, left it computing nothing: a wrong answer.)
 # Hostile: a storage deleter's code with a str subclass as co_filename (code.replace keeps it) whose startswith()
 # computes the B x S x S matrix phi(Q) phi(K)^T: the grader's profile hook called it inside itself. It trusts exact
 # str file names only now: nothing is computed there.

@@ -21,6 +21,7 @@ longer take it back; a learner who catches our exception still gets the verdict.
 
 from __future__ import annotations
 
+from builtins import getattr  # the real one, before the worker replaces the builtin (reflection.py): per op
 import functools
 import gc
 import importlib
@@ -349,13 +350,13 @@ class Guard:
                 return "torch function handling was left switched off"
             if _stack_depths() != self._depth:
                 return "the grader's guard modes were removed or replaced"
-            if C._get_function_stack_at(self._depth[0] - 1) is not self._modes[0]:
+            if _FUNCTION_AT(self._depth[0] - 1) is not self._modes[0]:
                 return "the grader's call guard was replaced"
-            if C._get_dispatch_stack_at(self._depth[1] - 1) is not self._modes[1]:
+            if _DISPATCH_AT(self._depth[1] - 1) is not self._modes[1]:
                 return "the grader's kernel guard was replaced"
             if C._dispatch_tls_is_dispatch_key_excluded(C.DispatchKey.Python):
                 return "torch dispatch modes were left switched off"
-        except (AttributeError, RuntimeError, IndexError):
+        except (AttributeError, RuntimeError, IndexError, TypeError):
             pass  # an older torch without these introspection functions
         if _BANNED and (not _LIBRARY or getattr(_LIBRARY[0], "m", None) is None):
             return "the forbidden kernels were restored"
@@ -633,6 +634,9 @@ def _resume_tripwire() -> None:
 
 
 # The guards' modes put back on their stacks while the learner's code that torch called back inside a handler runs
+# (taken before the worker replaces torch's by functions that refuse the learner: reflection.py)
+_FUNCTION_AT = getattr(torch._C, "_get_function_stack_at", None)
+_DISPATCH_AT = getattr(torch._C, "_get_dispatch_stack_at", None)
 _PUSH_CALLS, _POP_CALLS = torch._C._push_on_torch_function_stack, torch._C._pop_torch_function_stack
 _PUSH_KERNELS, _POP_KERNELS = torch._C._push_on_torch_dispatch_stack, torch._C._pop_torch_dispatch_stack
 _REARMED: list = []  # (frame, call mode put back, kernel mode put back)

@@ -27,6 +27,7 @@ from torchcode.grader.guards import _ACTIVE, _LEAVING, _REPORT, EXPORT_FUNCTIONS
 # Names whose mere use in a submission means switching guards off or reading the grader.
 _OFF = "switches off torch function modes (the grader's call guard)"
 _POP = "removes or replaces the grader's guard modes"
+_HANDS = "hands out the grader's guard modes"
 _DISPATCH = "switches off torch dispatch modes (the grader's guards)"
 _FRAMES = "reaches into the grader's frames or memory"
 ESCAPE_HATCHES = {
@@ -66,7 +67,22 @@ ESCAPE_HATCHES = {
     "settrace": "runs code inside the grader's guards (a trace hook)",
     "callbacks": "runs code inside the grader's guards (garbage-collector callbacks)",
     "torchcode": "reaches into the grader and its reference solutions",
+    # what hands out the guards' modes, or an object's inside by a name given as text (reflection.py refuses the
+    # same at run time)
+    "_get_current_dispatch_mode": _HANDS, "_get_current_dispatch_mode_stack": _HANDS,
+    "_get_current_function_mode": _HANDS, "_get_current_function_mode_stack": _HANDS,
+    "_get_dispatch_stack_at": _HANDS, "_get_function_stack_at": _HANDS, "_get_dispatch_mode": _HANDS,
+    "__subclasses__": _FRAMES, "__getattribute__": _FRAMES, "getclosurevars": _FRAMES, "getattr_static": _FRAMES,
+    "getmembers_static": _FRAMES, "attrgetter": _FRAMES, "methodcaller": _FRAMES, "_current_frames": _FRAMES,
+    "_current_exceptions": _FRAMES, "pythonapi": _FRAMES,
+    "__code__": "swaps or reads a function's code (the grader's functions would run yours)",
 }
+
+
+# Modules a star import may not come from (what it brings in goes unnamed in the source)
+STAR_REFUSED = {"operator", "_operator", "gc", "inspect", "ctypes", "_ctypes", "sys", "builtins", "types", "importlib",
+                "traceback", "functools", "torch._C", "torch.overrides", "torch.utils._python_dispatch",
+                "torch.library"}
 
 
 # Names that are escape hatches only as an attribute or an import (``gc.callbacks``, ``from gc import callbacks``):
@@ -146,6 +162,37 @@ def keep_thread_count() -> None:
     torch.set_num_threads = torch._C.set_num_threads = set_num_threads
 
 
+_LEARNERS: list = [(), ()]  # the learner's folders, and the installed ones that do not hold them (real paths)
+_KNOWN: dict = {}  # file name -> whether it is the learner's
+
+
+def _under(path: str, tops) -> bool:
+    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in tops)
+
+
+def set_learner_folders(folders: list[str]) -> None:
+    """Where the learner's code lies (``learners_file``): its folders, less Python, its packages and the grader where
+    they lie inside them (a project's .venv, a checkout of torchcode); but where a folder lies among the installed
+    ones (a submission saved in site-packages), all of it is the learner's."""
+    import torchcode
+
+    roots = [os.path.realpath(f) for f in folders if f]
+    places = [sys.prefix, sys.exec_prefix, sys.base_prefix, *_site_packages(), os.path.dirname(torchcode.__file__)]
+    installed = {os.path.realpath(p) for p in places if p}
+    _LEARNERS[:] = [tuple(roots), tuple(p for p in installed if not any(_under(r, [p]) for r in roots))]
+    _KNOWN.clear()
+
+
+def learners_file(path) -> bool:
+    """Whether a file is the learner's (under ``set_learner_folders``'s folders, not installed there)."""
+    key = str(path)
+    known = _KNOWN.get(key)
+    if known is None:
+        real = os.path.realpath(key)
+        known = _KNOWN[key] = _under(real, _LEARNERS[0]) and not _under(real, _LEARNERS[1])
+    return known
+
+
 def watch_helper_imports(folders: list[str]) -> None:
     """Scan the source of every module imported from the learner's folders (helpers beside the file) as the main
     file is scanned, before it runs: the scan of the main file alone let a helper module switch the guards off.
@@ -154,19 +201,8 @@ def watch_helper_imports(folders: list[str]) -> None:
     import zipimport
     from importlib import _bootstrap_external as be
 
-    def under(path: str, tops) -> bool:
-        return any(path == r or path.startswith(r.rstrip("/") + "/") for r in tops)
-
-    roots = [os.path.realpath(f) for f in folders if f]
-    # Python and its packages are never the learner's, even where they lie inside the folder (a project's .venv)
-    places = [sys.prefix, sys.exec_prefix, sys.base_prefix, *_site_packages()]
-    installed = {os.path.realpath(p) for p in places if p}
-    # ... but where the folder itself lies among them (a submission saved in site-packages), all of it is the learner's
-    installed = {p for p in installed if not any(under(r, [p]) for r in roots)}
-
-    def mine(path) -> bool:
-        real = os.path.realpath(str(path))
-        return under(real, roots) and not under(real, installed)
+    set_learner_folders(folders)
+    mine = learners_file
 
     source_code, sourceless_code = be.SourceLoader.get_code, be.SourcelessFileLoader.get_code
 
@@ -217,7 +253,11 @@ def scan_source(source: str) -> list[tuple[str, int, str]]:
             names = [node.id] if node.id not in ATTRIBUTES_ONLY else []
         elif isinstance(node, ast.Attribute):
             names = [node.attr]
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+        elif isinstance(node, ast.ImportFrom) and node.module in STAR_REFUSED and any(a.name == "*" for a in node.names):
+            found.append((f"from {node.module} import *", node.lineno, "brings in names the scan cannot read "
+                          "(operator's attrgetter reads any attribute by a name built at run time)"))
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
             mods = [a.name for a in node.names] + ([node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
             names = [m.split(".")[0] for m in mods] + [a.name for a in node.names]
         for n in names:

@@ -4,6 +4,7 @@ every op the learner's code runs, so they are table lookups where they can be.""
 
 from __future__ import annotations
 
+from builtins import getattr  # the real one, before the worker replaces the builtin (reflection.py): per op
 import functools
 
 import torch

@@ -106,9 +106,10 @@ def _zygote_loop(sock: socket.socket) -> None:
 
     If the trusted process goes away mid-check (its end of the socket closes, or it is killed and
     we get SIGTERM), the workers are killed and their temporary directories removed here."""
-    from torchcode.grader import guards, worker
+    from torchcode.grader import guards, reflection, worker
 
     guards.warm()  # every worker inherits the lookup tables its guards need
+    reflection.install()  # and the wrappers that refuse reflection once a worker arms them
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the trusted process handles Ctrl-C
     signal.signal(signal.SIGTERM, _exit_on_signal)
     children: dict[int, str] = {}  # pid -> its temporary directory

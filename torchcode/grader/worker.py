@@ -21,7 +21,7 @@ import types
 
 import torch
 
-from torchcode.grader import defaults, execute, guards, hatches, portable, startup
+from torchcode.grader import defaults, execute, guards, hatches, portable, reflection, startup
 from torchcode.grader import protocol
 from torchcode.grader.protocol import Message, decode, receive
 
@@ -388,6 +388,8 @@ class Worker:
         hatches.compile_without_fullgraph()
         hatches.keep_thread_count()
         hatches.watch_helper_imports(folders)
+        reflection.refuse_reflection(Worker.serve.__code__)
+        sys.argv[:] = [self.path]  # (the command line the grader was started with, its --seed included)
         _hide_grader_modules()
         module = types.ModuleType("submission")
         module.__file__ = self.path
