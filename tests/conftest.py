@@ -67,6 +67,21 @@ HEAVY_FIRST = ["test_variants.py", "test_authoring.py", "test_hostile.py", "test
                "test_walkthrough.py", "test_terminal_output.py", "test_serve.py", "test_confine.py", "test_jupyter.py"]
 
 
+# The corpus file is half the suite's time: whole, it kept one process busy to the end while the other ran the rest.
+# Its tests go out in parts instead (SplitCorpus), a problem's variants of one kind each, the heaviest problems first
+# (a CI run's --durations: minimind_attention's are half the file).
+SPLIT_FILES = ("test_variants.py",)
+HEAVY_PROBLEMS = ["minimind_attention", "flash_attention", "kv_cache", "sliding_window", "causal_attention",
+                  "linear_attention", "sdpa", "mha", "cross_attention", "gqa", "rope", "repeat_kv"]
+
+
+def corpus_part(nodeid: str) -> str:
+    """The part of a split file a test belongs to: ``problem/kind`` of a variant, ``problem`` of a test on one
+    problem, '' for the rest."""
+    m = re.search(r"\[([a-z]\w*)(?:/(wrong|right)/|\])", nodeid)
+    return "" if m is None else m.group(1) + (f"/{m.group(2)}" if m.group(2) else "")
+
+
 def pytest_collection_modifyitems(config, items):
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return  # run in one process: the files in their usual order
@@ -74,7 +89,32 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         count[item.path] = count.get(item.path, 0) + 1
     rank = {name: i for i, name in enumerate(HEAVY_FIRST)}
-    items.sort(key=lambda item: (rank.get(item.path.name, len(rank)), -count[item.path], str(item.path)))
+    heavy = {name: i for i, name in enumerate(HEAVY_PROBLEMS)}
+
+    def part_rank(item) -> tuple:
+        if item.path.name not in SPLIT_FILES:
+            return ()
+        part = corpus_part(item.nodeid)
+        problem, _, kind = part.partition("/")
+        return (heavy.get(problem, len(heavy)) if part else -1, kind != "wrong")
+
+    items.sort(key=lambda item: (rank.get(item.path.name, len(rank)), -count[item.path], str(item.path),
+                                 part_rank(item)))
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """Whole files to each process (module fixtures run once), but SPLIT_FILES in parts (``corpus_part``)."""
+    if getattr(config.option, "dist", "no") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SplitCorpus(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)
+            part = corpus_part(nodeid) if scope.endswith(SPLIT_FILES) else ""
+            return f"{scope}::{part}" if part else scope
+
+    return SplitCorpus(config, log)
 
 
 def pytest_runtest_logreport(report):
