@@ -649,7 +649,8 @@ def _inside(frame, event, arg):
     the rest of the call, and so does a ``weakref.finalize`` callback (a C function, ``torch.matmul(..., out=)``,
     has no frame of its own)."""
     if event == "call":  # Python starts: torch's own, or the learner's called back (or a finalizer of theirs)
-        if frame.f_code is _FINALIZER or not _trusted_file(frame.f_code.co_filename):
+        code = frame.f_code  # (once: each read is an audit event, which the worker's audit hook hears)
+        if code is _FINALIZER or not _trusted_file(code.co_filename):
             _rearm(frame)
     elif event == "return" and _REARMED and _REARMED[-1][0] is frame:
         _disarm()

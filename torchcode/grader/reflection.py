@@ -57,14 +57,12 @@ MODE_TAKERS = (("torch._C", "_pop_torch_dispatch_stack"), ("torch._C", "_pop_tor
 _MADE = "makes code or functions by hand, which could pass for torch's (write plain Python functions)"
 _WHY = {"gc.get_objects": "lists every object, the grader's included", "gc.get_referrers": "finds the grader's objects",
         "gc.get_referents": "finds the grader's objects", "code.__new__": _MADE, "function.__new__": _MADE,
-        "marshal.loads": _MADE, "compile": "compiles code under another file's name, which could pass for torch's",
-        "sys.setprofile": "runs code inside the grader's guards",
-        "sys.settrace": "runs code inside the grader's guards"}
+        "marshal.loads": _MADE, "compile": "compiles code under another file's name, which could pass for torch's"}
 # audit events: refused with the learner's code anywhere on the stack / asked for by it
 ON_STACK_EVENTS = {"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames",
                    "sys._current_exceptions"}
-DECIDED_EVENTS = {"sys._getframe", "code.__new__", "function.__new__", "marshal.loads", "sys.setprofile",
-                  "sys.settrace"}
+DECIDED_EVENTS = {"sys._getframe", "code.__new__", "function.__new__", "marshal.loads"}  # (sys.setprofile is
+# hatches.refuse_hooks's: the guards set their own profile hook at every op, and an event costs a call here)
 FRAME_ATTRIBUTES = {"tb_frame", "gi_frame", "cr_frame", "ag_frame"}  # object.__getattr__: they hand out a frame
 _WATCHED = frozenset({*ON_STACK_EVENTS, *DECIDED_EVENTS, "object.__getattr__", "object.__setattr__", "compile",
                       "ctypes.dlsym", "ctypes.dlsym/handle"})
