@@ -527,7 +527,8 @@ class Worker:
     def case(self, h: dict, tensors: list, msg: Message) -> dict:
         prog = self._program(h, tensors)
         prog.calling = self._calling(h)
-        guard = guards.Guard(self.forbidden, h.get("max_elements"), measured=bool(h.get("measured")))
+        measured = bool(h.get("measured"))  # (what a case bounds none of is not recorded)
+        guard = guards.Guard(self.forbidden, h.get("max_elements"), measured=measured, counting=measured)
         stage = execute.Stage()
         device = str(h.get("device", "cpu"))
         dtype = protocol.DTYPES.get(str(h.get("dtype", "float32")), torch.float32)
