@@ -138,8 +138,8 @@ def test_id_clash_is_a_clear_error(cli):
 
 def test_validate_every_builtin_problem(cli):
     """Spec, statement, stub, reference, GPU dry run, determinism, bench builder and time budget of every built-in
-    problem. Their variants are graded by test_variants (each in every declared dtype, with the same dry run), so
-    here they are not graded twice (--no-variants: it halves the suite's longest test)."""
+    problem. Their variants are graded by test_variants (the correct ones in every declared dtype, with the same dry
+    run), so here they are not graded twice (--no-variants: it halves the suite's longest test)."""
     r = cli("validate", "--seeds", "1", "--no-variants", timeout=600)
     assert r.code == 0, r.out[-3000:]
     assert "All 12 problems pass everything but the variants (not graded: --no-variants)" in r.out, r.out[-2000:]

@@ -49,7 +49,7 @@ def test_default_dtypes(catalog):
 
 
 def test_low_precision_on_cpu_runs_every_case_per_dtype(grader, catalog):
-    """(test_variants grades every reference and variant in every declared dtype, as a GPU does.)"""
+    """(test_variants grades every reference and correct variant in every declared dtype, as a GPU does.)"""
     spec = catalog.get("flash_attention")
     report = grader.grade(spec, spec.solution_path, seed=3, dtypes=["float32", "bfloat16", "float16"])
     assert report.passed, report.message

@@ -33,8 +33,8 @@ def test_variant_gets_intended_verdict(grader, pid, path):
     every = list(spec.grading.dtypes)
     dtypes = every if path.parent.name == "right" else ["float32"]
     report = grader.grade(spec, path, seed=SEED[pid], dtypes=dtypes, gpu_dry_run=True)
-    if report.passed and dtypes != every:
-        dtypes = every
+    if report.passed and dtypes != every:  # (float32 graded: the low-precision ones now)
+        dtypes = [d for d in every if d != "float32"]
         report = grader.grade(spec, path, seed=SEED[pid], dtypes=dtypes, gpu_dry_run=True)
     assert report.dtypes == dtypes
     assert report.verdict.value == expected_verdict(path), (report.message, report.seed)
@@ -46,12 +46,13 @@ def test_variant_gets_intended_verdict(grader, pid, path):
 
 @pytest.mark.parametrize("pid", [s.id for s in CATALOG.ordered()])
 def test_reference_accepted_on_several_seeds(grader, pid):
+    """Seed 0 in every declared dtype, as a GPU grades. (The reference's GPU dry run is `validate`'s:
+    test_authoring's test_validate_every_builtin_problem.)"""
     spec = CATALOG.get(pid)
     for seed in (0, 1, 12345):
-        dtypes = list(spec.grading.dtypes) if seed == 0 else ["float32"]  # every dtype once, as a GPU grades
-        report = grader.grade(spec, spec.solution_path, seed=seed, dtypes=dtypes, gpu_dry_run=seed == 0)
+        dtypes = list(spec.grading.dtypes) if seed == 0 else ["float32"]
+        report = grader.grade(spec, spec.solution_path, seed=seed, dtypes=dtypes)
         assert report.passed, (seed, report.message)
-        assert not report.advice, report.advice
 
 
 @pytest.mark.parametrize("pid", [s.id for s in CATALOG.ordered()])
