@@ -102,6 +102,7 @@ def pytest_collection_modifyitems(config, items):
                                  part_rank(item)))
 
 
+@pytest.hookimpl(optionalhook=True)  # (xdist's hook: unknown where xdist is not installed)
 def pytest_xdist_make_scheduler(config, log):
     """Whole files to each process (module fixtures run once), but SPLIT_FILES in parts (``corpus_part``)."""
     if getattr(config.option, "dist", "no") != "loadfile":
