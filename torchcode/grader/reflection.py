@@ -68,15 +68,14 @@ _WATCHED = frozenset({*ON_STACK_EVENTS, *DECIDED_EVENTS, "object.__getattr__", "
                       "ctypes.dlsym", "ctypes.dlsym/handle"})
 
 # The standard library's functions that hand a frame (or frames) back to their caller: looked through, so that
-# the caller decides (inspect.stack() asked for by the learner is the learner's). (file name end, function)
+# the caller decides (inspect.stack() asked for by the learner is the learner's). (path under the stdlib, function)
 HAND_FRAMES_BACK = {("inspect.py", "currentframe"), ("inspect.py", "stack"), ("inspect.py", "trace"),
                     ("inspect.py", "getouterframes"), ("inspect.py", "getinnerframes"),
-                    ("traceback.py", "walk_stack"), ("traceback.py", "walk_tb"), ("traceback.py", "extract_stack"),
-                    ("traceback.py", "format_stack"), ("traceback.py", "print_stack"),
-                    ("traceback.py", "_walk_tb_with_full_positions"), ("__init__.py", "currentframe"),
-                    ("__init__.py", "<lambda>")}  # logging.currentframe
+                    ("traceback.py", "walk_stack"), ("traceback.py", "walk_tb"),
+                    ("traceback.py", "_walk_tb_with_full_positions"), ("logging/__init__.py", "currentframe"),
+                    ("logging/__init__.py", "<lambda>")}
 # The standard library's functions that read what they ask for themselves (inspect.signature reads a function's
-# globals for its annotations): (file name end, function)
+# globals for its annotations): (path under the stdlib, function)
 CONSUMER_FUNCTIONS = {("inspect.py", "get_annotations")}
 # The standard library's modules that read a frame for themselves and hand none back (paths under the stdlib folder)
 CONSUMERS = {"typing.py", "collections/__init__.py", "enum.py", "traceback.py", "logging/__init__.py",
@@ -122,9 +121,13 @@ def _decider(frame) -> bool:
     """Whether the nearest caller outside the standard library is the learner's code. The standard library's
     frames are looked through (a function of theirs may call what it is handed and give back what that returned),
     except in the modules that use a frame for themselves (``CONSUMERS``: a namedtuple or TypeVar of the learner's
-    names its module from the caller's frame); torch's and the grader's frames decide."""
+    names its module from the caller's frame); torch's and the grader's frames decide. Past a function that hands
+    frames back (``HAND_FRAMES_BACK``), only its own module uses them for itself (traceback's extraction of the
+    frames its walk_tb gives: print_exc): another module's function iterating them (``Counter(walk_stack(None))``)
+    hands them on, and is looked through."""
     if _BOTTOM[0] is None:
         return False  # not armed (the zygote)
+    handed_by = None  # the module of a function that hands frames back, passed on the way out
     while frame is not None and frame.f_code is not _BOTTOM[0]:
         code = frame.f_code
         file = code.co_filename
@@ -132,11 +135,12 @@ def _decider(frame) -> bool:
             return True
         if file.startswith("<frozen ") or not _stdlib(file):  # (Python's import machinery: a module compiled as
             return False  # the learner's code imports it)
-        else:
-            where = file[len(next(p for p in _STDLIB[0] if file.startswith(p))):]
-            named = (os.path.basename(file), code.co_name)
-            if where in CONSUMERS and named not in HAND_FRAMES_BACK or named in CONSUMER_FUNCTIONS:
-                return False
+        where = file[len(next(p for p in _STDLIB[0] if file.startswith(p))):]
+        named = (where, code.co_name)
+        if named in HAND_FRAMES_BACK:
+            handed_by = handed_by or where
+        elif named in CONSUMER_FUNCTIONS or where in CONSUMERS and handed_by in (None, where):
+            return False
         frame = frame.f_back
     return False
 
