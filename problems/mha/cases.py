@@ -2,7 +2,7 @@
 
 import torch
 
-from torchcode.grader.cases import Alias, Call, Case, Const, Fn, Out, Refill, Same, case
+from torchcode.grader.cases import Alias, Call, Case, Const, Fn, Out, Refill, Same, case, differs
 
 # the names of the last dimensions of each output and input, for messages ("query positions 0, 1 are wrong")
 DIMS = {"output": ("batch element", "query position", "feature"), "Q": ("batch element", "query position", "feature"),
@@ -30,10 +30,6 @@ def identity_projections(d_model: int) -> dict:
     eye, zero = torch.eye(d_model), torch.zeros(d_model)
     return {f"{w}.{p}": (eye if p == "weight" else zero) for w in ("W_q", "W_k", "W_v", "W_o") for p in ("weight", "bias")}
 
-
-def differs(a, b):
-    """1.0 if two outputs are not identical, else 0.0."""
-    return ((a - b).abs().amax() > 0).to(a.dtype)
 
 
 def mha(d_model, num_heads, *calls):

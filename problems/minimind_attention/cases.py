@@ -2,7 +2,7 @@
 
 import torch
 
-from torchcode.grader.cases import Call, Case, Cat, Config, Const, Fn, Out, Prev, Refill, Same, case
+from torchcode.grader.cases import Call, Case, Cat, Config, Const, Fn, Out, Prev, Refill, Same, case, differs
 
 # the names of the last dimensions of each output and input, for messages ("query positions 0, 1 are wrong")
 DIMS = {"output[0]": ("batch element", "position", "feature"),
@@ -190,6 +190,18 @@ def padding_flash(rng):
     return padded_prompt_then_decode(rng, config(hidden=32, heads=4, kv=1, flash=True), 8, lengths=[3, 5], S=5)
 
 
+@case(targets="one right-padded prompt alone (a batch of one), then decoding: padding is not only for batches of "
+              "several lengths (attention_mask says which keys are real whatever the batch size)")
+def padded_batch_of_one(rng):
+    return padded_prompt_then_decode(rng, config(), 8, lengths=[4], S=6)
+
+
+@case(targets="one right-padded prompt alone on the flash path, then a chunk of 2 tokens")
+def padded_batch_of_one_flash(rng):
+    return padded_prompt_then_decode(rng, config(hidden=32, heads=4, kv=2, flash=True), 8, lengths=[3], S=5,
+                                     new_tokens=2)
+
+
 @case(targets="a long prompt with a single padded slot, then decoding: even one padded key in 16 is never attended")
 def barely_padded_prompt_then_decode(rng):
     return padded_prompt_then_decode(rng, config(), 8, lengths=[16, 15], S=16)
@@ -230,6 +242,10 @@ EVAL_AFTER_TRAINING = ("in eval mode after training steps on the same layer, the
                        "call")
 DROPPED = ("the same input twice in training mode with dropout 0.5 gave identical outputs: apply dropout with "
            "p = config.dropout while self.training, on both paths (nn.Dropout, or dropout_p= on the fused kernel)")
+DROPPED_ON_PAST = ("the same {what} twice on one past_key_value, in training mode with dropout 0.5, gave identical "
+                   "outputs: apply dropout at every call while self.training, with a cache or without, whatever the "
+                   "number of new tokens (a one-token fast path, or a cached path, that leaves dropout out is wrong "
+                   "in training)")
 
 
 @case(targets="dropout in the config, eval mode: no dropout applied")
@@ -302,22 +318,26 @@ def train_without_dropout_slow(rng):
     return chunks_then_full(rng, config(hidden=32, heads=4, kv=2), 8, B=2, sizes=[3, 2], train=True)
 
 
-def differs(a, b):
-    """1.0 if two outputs are not identical, else 0.0."""
-    return ((a - b).abs().amax() > 0).to(a.dtype)
-
 
 def dropout_in_training(rng, flash):
-    """The same prompt twice in training mode: dropout draws differ; the returned caches must not be dropped."""
+    """The same prompt twice in training mode, then the same chunk of two tokens twice and the same one token twice on
+    its past_key_value: each pair's dropout draws differ (training on a cached continuation drops too, and a one-token
+    call is no decoding-only fast path); the returned caches must not be dropped. (Two correct draws are identical
+    with a chance of 2^-32 or less: the one token alone sees 5 keys, in 8 heads, for 2 sequences.)"""
     cos, sin = rope_tables(6, 8)
     x = rng.randn(2, 6, 64)
     everything = torch.ones(1, 1, 1, dtype=torch.bool)  # random values: compared with each other, not with a reference
-    steps = [Call(x[:, :4], pe(cos, sin, 0, 4), use_cache=True).ungraded(everything, 0),
-             Call(x[:, :4], pe(cos, sin, 0, 4), use_cache=True).ungraded(everything, 0),
-             Call(x[:, 4:], pe(cos, sin, 4, 6), past_key_value=Prev(0, 1), use_cache=True).ungraded(everything, 0)]
+    steps = []
+    for _ in range(2):
+        steps.append(Call(x[:, :4], pe(cos, sin, 0, 4), use_cache=True).ungraded(everything, 0))
+    for end in (6, 6, 5, 5):  # the chunk of 4..5 twice, then the token at 4 twice
+        steps.append(Call(x[:, 4:end], pe(cos, sin, 4, end), past_key_value=Prev(0, 1), use_cache=True)
+                     .ungraded(everything, 0))
     one = Fn(lambda a: torch.ones((), dtype=a.dtype), Out(0, 0))
     return Case(init=dict(config=config(flash=flash, dropout=0.5)), steps=steps, train=True, grad=False,
-                checks=[Same(Fn(differs, Out(0, 0), Out(1, 0)), one, DROPPED)])
+                checks=[Same(Fn(differs, Out(0, 0), Out(1, 0)), one, DROPPED),
+                        Same(Fn(differs, Out(2, 0), Out(3, 0)), one, DROPPED_ON_PAST.format(what="chunk of two tokens")),
+                        Same(Fn(differs, Out(4, 0), Out(5, 0)), one, DROPPED_ON_PAST.format(what="one token"))])
 
 
 @case(targets="training mode, dropout 0.5, slow path: dropout is applied (the same input twice differs), not to the cache")

@@ -219,6 +219,18 @@ class Fn(Expr):
         return self.fn(*(p.resolve(outputs) for p in self.parts))
 
 
+def differs(a: torch.Tensor, b: torch.Tensor, by: float = 0.05) -> torch.Tensor:
+    """1.0 if two outputs differ by more than rounding, else 0.0: for a check that two calls must not agree (another
+    memory, two dropout draws), as ``Same(Fn(differs, Out(1), Out(0)), Fn(lambda o: o.new_ones(()), Out(0)), ...)``.
+    "More than rounding" is a largest difference over ``by`` of the largest value: an exact test took rounding for a
+    difference (the grader hands inputs in other strides, which round otherwise), so a layer that ignored what changed
+    passed when the two calls' inputs were laid out differently."""
+    dtype, a, b = a.dtype, a.detach().double(), b.detach().double()
+    if not a.numel():
+        return torch.zeros((), dtype=dtype)
+    return ((a - b).abs().amax() > by * torch.maximum(a.abs().amax(), b.abs().amax())).to(dtype)
+
+
 @dataclass
 class Same:
     """A property: two views of the learner's outputs must agree; ``because`` says what it means if not."""

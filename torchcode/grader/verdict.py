@@ -554,7 +554,9 @@ def _grads_in_expectation(p: Prepared, in_grads: dict, p_grads: dict) -> str:
                     f"its size (a correct layer's is within {EXPECTED_GRAD_ERR:.0%}): the backward must follow the "
                     "dropout the forward applied, kept weights scaled by 1 / (1 - p) in both (F.dropout or nn.Dropout "
                     "on the attention weights; a hand-written backward that forgets the scale, or one that drops "
-                    "the gradient, is off)")
+                    "the gradient, is off), and every path from the inputs to the output must stay connected to "
+                    "autograd (no .detach(), .data or torch.no_grad() on the way; a cache detached where a later call "
+                    "reads it cuts the gradient that reaches an earlier call's input through it)")
     return ""
 
 
