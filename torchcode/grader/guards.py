@@ -520,6 +520,13 @@ class _KernelGuard(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         guard = self.guard
+        if not guard.counting:  # nothing measured: a few lines of ours, run with the tripwire as it is (switching it
+            # off and on again for them cost two profile hooks, each an audited event, per op)
+            if guard.ops:
+                name = guard.ops.get(opcount.op_name(func))
+                if name is not None:
+                    guard.forbid(name)
+            return _watched_inside(func, args, kwargs)
         guard.handling += 1  # this handler's own looks at the tensors (layout, shape) are no unwatched call
         paused = _pause_tripwire()  # (on when the call guard's handler runs a torch function): our own Python
         try:
@@ -535,8 +542,6 @@ class _KernelGuard(TorchDispatchMode):
             name = guard.ops.get(opcount.op_name(func))
             if name is not None:
                 guard.forbid(name)
-        if not guard.counting:  # nothing measured: a subclass's output is returned untouched, as below
-            return _watched_inside(func, args, kwargs)
         inputs = opcount.tensors(args, kwargs)
         if guard.measured:
             why = _unmeasurable(func, args, kwargs, inputs)
