@@ -570,24 +570,16 @@ class _KernelGuard(TorchDispatchMode):
 
 _UNSEEN = "this case measures memory and work and cannot see"
 
-# Where the Python that may run inside a guard's own handler lies (torch's, the standard library's, the grader's):
-# a torch op runs there with that guard's mode off the stack, and Python it calls back (a finalizer freed by the
-# op, a weakref callback, an autograd hook, __index__ read by its argument parser) would run unwatched.
-_TRUSTED: list[tuple[str, ...]] = [()]  # path prefixes; none set: nothing is watched inside (set_trusted_code)
-_LEARNERS: list[tuple[str, ...]] = [()]  # the learner's folders: never trusted, wherever they lie
+# Whether Python that may run inside a guard's own handler is the learner's (hatches.learners_code: else torch's, the
+# standard library's, the grader's): a torch op runs there with that guard's mode off the stack, and Python it calls
+# back (a finalizer freed by the op, a weakref callback, an autograd hook, __index__ read by its argument parser)
+# would run unwatched. None (not set): nothing is watched inside.
+_LEARNERS_CODE: list = [None]
 
 
-def set_trusted_code(folders: list[str], learners: list[str]) -> None:
-    """The worker names where Python and its packages lie, and the grader's own package; and the learner's folders
-    (a submission saved in site-packages is not trusted for it)."""
-    _TRUSTED[0] = (*(f.rstrip("/") + "/" for f in folders if f), "<frozen ")
-    _LEARNERS[0] = tuple(f.rstrip("/") + "/" for f in learners if f)
-
-
-def _trusted_file(file) -> bool:
-    """Whether code of this file name is torch's, Python's or the grader's: an exact str only (a subclass's
-    startswith would be the learner's Python, run inside the hook)."""
-    return type(file) is str and file.startswith(_TRUSTED[0]) and not file.startswith(_LEARNERS[0])
+def set_trusted_code(learners_code) -> None:
+    """The worker says which code is the learner's, by its file name (set once the learner's folders are known)."""
+    _LEARNERS_CODE[0] = learners_code
 
 
 # weakref.finalize calls the function it was given from the standard library's Python: a C function (torch.matmul
@@ -603,7 +595,7 @@ def _watched_inside(func, args, kwargs):
     """Run torch's ``func`` for a guard's handler, with a profile hook on (``_inside``) that puts the guards back on
     their stacks for any Python called there from outside the trusted folders (the learner's code, which would run
     where no guard sees it)."""
-    if not _TRUSTED[0] or _TRIPWIRE[0]:
+    if _LEARNERS_CODE[0] is None or _TRIPWIRE[0]:
         return func(*args, **(kwargs or {}))
     rearmed = len(_REARMED)  # (the learner's code torch called back further out, still running)
     _setprofile(_inside)
@@ -661,7 +653,7 @@ def _inside(frame, event, arg):
     has no frame of its own)."""
     if event == "call":  # Python starts: torch's own, or the learner's called back (or a finalizer of theirs)
         code = frame.f_code  # (once: each read is an audit event, which the worker's audit hook hears)
-        if code is _FINALIZER or not _trusted_file(code.co_filename):
+        if code is _FINALIZER or _LEARNERS_CODE[0](code.co_filename):
             _rearm(frame)
     elif event == "return" and _REARMED and _REARMED[-1][0] is frame:
         _disarm()

@@ -116,11 +116,10 @@ def _trusted_folders() -> list[str]:
     return sorted({os.path.realpath(f) for f in folders if f} | {f for f in folders if f})
 
 
-def trust_installed_code(learners: list[str]) -> None:
-    """Python that may run inside the guards' handlers (guards.set_trusted_code): never from the learner's folders,
-    wherever they lie (a submission saved among the installed packages is the learner's all the same)."""
-    real = [os.path.realpath(f) for f in learners if f]
-    guards.set_trusted_code(_trusted_folders(), sorted({*real, *(f for f in learners if f)}))
+def trust_installed_code() -> None:
+    """Python that may run inside the guards' handlers (guards.set_trusted_code): what ``learners_code`` says is not
+    the learner's (after ``set_learner_folders``)."""
+    guards.set_trusted_code(learners_code)
 
 
 def compile_without_fullgraph() -> None:
@@ -162,7 +161,8 @@ def keep_thread_count() -> None:
     torch.set_num_threads = torch._C.set_num_threads = set_num_threads
 
 
-_LEARNERS: list = [(), ()]  # the learner's folders, and the installed ones that do not hold them (real paths)
+_LEARNERS: list = [(), (), (), ()]  # the learner's folders; the installed ones that do not hold them; every installed
+# one (real paths); and every installed one also as named (a name under those is installed as written)
 _KNOWN: dict = {}  # file name -> whether it is the learner's
 
 
@@ -170,39 +170,74 @@ def _under(path: str, tops) -> bool:
     return any(path == r or path.startswith(r.rstrip("/") + "/") for r in tops)
 
 
-def set_learner_folders(folders: list[str]) -> None:
-    """Where the learner's code lies (``learners_file``): its folders, less Python, its packages and the grader where
-    they lie inside them (a project's .venv, a checkout of torchcode); but where a folder lies among the installed
-    ones (a submission saved in site-packages), all of it is the learner's."""
+def _installed() -> set[str]:
+    """Where Python, its packages, torch and the grader lie, as named and as real paths: what the worker may read,
+    never write."""
     import torchcode
 
+    places = [sys.prefix, sys.exec_prefix, sys.base_prefix, *_site_packages(), os.path.dirname(torchcode.__file__),
+              os.path.dirname(torch.__file__)]
+    places = [os.path.abspath(p) for p in places if p]
+    return {*places, *(os.path.realpath(p) for p in places), *_trusted_folders()}
+
+
+def set_learner_folders(folders: list[str]) -> None:
+    """Where the learner's code lies (``learners_file``): its folders (the worker's scratch folder among them), less
+    Python, its packages and the grader where they lie inside them (a project's .venv, a checkout of torchcode); but
+    where a folder lies among the installed ones (a submission saved in site-packages), all of it is the learner's.
+    And outside them, every file that is not installed: a module the learner's code wrote to its scratch folder (or
+    /dev/shm) and imported from there is the learner's too."""
     roots = [os.path.realpath(f) for f in folders if f]
-    places = [sys.prefix, sys.exec_prefix, sys.base_prefix, *_site_packages(), os.path.dirname(torchcode.__file__)]
-    installed = {os.path.realpath(p) for p in places if p}
-    _LEARNERS[:] = [tuple(roots), tuple(p for p in installed if not any(_under(r, [p]) for r in roots))]
+    named = _installed()
+    installed = {os.path.realpath(p) for p in named}
+    _LEARNERS[:] = [tuple(roots), tuple(p for p in installed if not any(_under(r, [p]) for r in roots)),
+                    tuple(installed), tuple(named)]
     _KNOWN.clear()
 
 
 def learners_file(path) -> bool:
-    """Whether a file is the learner's (under ``set_learner_folders``'s folders, not installed there)."""
+    """Whether a file is the learner's: under ``set_learner_folders``'s folders and not installed there, or installed
+    nowhere (nothing is, before they are set). A relative name is: it means another file once the learner's code
+    changes the working directory. A file found not to be the learner's is remembered only where its name lies among
+    the installed folders as written, which the worker cannot change (a link elsewhere, in the scratch folder, may be
+    replaced by a file of the learner's)."""
+    if not _LEARNERS[2]:
+        return False
     key = str(path)
     known = _KNOWN.get(key)
     if known is None:
-        real = os.path.realpath(key)
-        known = _KNOWN[key] = _under(real, _LEARNERS[0]) and not _under(real, _LEARNERS[1])
+        if not key.startswith("/"):
+            known = True
+        else:
+            real = os.path.realpath(key)
+            known = not _under(real, _LEARNERS[1] if _under(real, _LEARNERS[0]) else _LEARNERS[2])
+        written = os.path.normpath(key)
+        if known or _under(written, _LEARNERS[3]):  # (installed folders are read-only to the worker: a link there
+            _KNOWN[key] = known  # stays what it is)
     return known
 
 
-def watch_helper_imports(folders: list[str]) -> None:
-    """Scan the source of every module imported from the learner's folders (helpers beside the file) as the main
-    file is scanned, before it runs: the scan of the main file alone let a helper module switch the guards off.
-    A module compiled without its source (a bare .pyc) or imported from a zip archive there is refused."""
+def learners_code(file) -> bool:
+    """Whether code of this file name (a code object's ``co_filename``) is the learner's: a learner's file, code
+    compiled from a string (``<string>``; not Python's own ``<frozen ...>``), or a name that is not an exact str (its
+    methods would be the learner's Python). The one definition the guards' hook and the reflection layer share."""
+    if type(file) is not str:
+        return True
+    if file.startswith("<"):
+        return not file.startswith("<frozen ")
+    return learners_file(file)
+
+
+def watch_helper_imports() -> None:
+    """Scan the source of every module of the learner's (``learners_file``: helpers beside the file, or one its code
+    wrote to the scratch folder) as it is imported, as the main file is scanned, before it runs: the scan of the main
+    file alone let a helper module switch the guards off. A module compiled without its source (a bare .pyc) or
+    imported from a zip archive there is refused."""
     import importlib.util
     import zipimport
     from importlib import _bootstrap_external as be
 
-    set_learner_folders(folders)
-    mine = learners_file
+    mine = learners_file  # (set_learner_folders first)
 
     source_code, sourceless_code = be.SourceLoader.get_code, be.SourcelessFileLoader.get_code
 

@@ -91,14 +91,8 @@ _getframe = sys._getframe
 
 
 def _trusted(file) -> bool:
-    """Whether code of this file name is not the learner's: the learner's files (hatches.learners_file) and code
-    compiled from a string (``<string>``, not Python's own ``<frozen ...>``) are; a file name that is not an exact
-    str is."""
-    if type(file) is not str:
-        return False
-    if file.startswith("<"):
-        return file.startswith("<frozen ")
-    return not hatches.learners_file(file)
+    """Whether code of this file name is not the learner's (hatches.learners_code, as the guards' hook asks)."""
+    return not hatches.learners_code(file)
 
 
 def _stdlib(file: str) -> bool:

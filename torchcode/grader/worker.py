@@ -384,10 +384,12 @@ class Worker:
         hatches.watch_registrations()
         hatches.refuse_hooks()
         folders = self.folders or [os.path.dirname(self.path)]  # the learner's
-        hatches.trust_installed_code(folders)
+        # and the scratch folder (the working directory, the one it may write in): a module written there is theirs
+        hatches.set_learner_folders([*folders, os.getcwd()])
+        hatches.trust_installed_code()
         hatches.compile_without_fullgraph()
         hatches.keep_thread_count()
-        hatches.watch_helper_imports(folders)
+        hatches.watch_helper_imports()
         reflection.refuse_reflection(Worker.serve.__code__)
         sys.argv[:] = [self.path]  # (the command line the grader was started with, its --seed included)
         _hide_grader_modules()
