@@ -217,6 +217,19 @@ def learners_file(path) -> bool:
     return known
 
 
+def learners_library(name) -> bool:
+    """Whether a native library (a name given to dlopen, or an extension module's file) is one the learner could have
+    written: in the learner's folders or the scratch folder (less installed folders there), in /dev/shm, or named by a
+    relative path. A bare name is searched only where the worker cannot write; a system library's absolute path is
+    no learner's (CUDA's, the driver's lie outside Python's folders)."""
+    if type(name) is not str or "/" not in name:
+        return type(name) is not str and name is not None
+    if not name.startswith("/"):
+        return True
+    real = os.path.realpath(name)
+    return _under(real, _LEARNERS[0]) and not _under(real, _LEARNERS[1]) or _under(real, ["/dev/shm"])
+
+
 def learners_code(file) -> bool:
     """Whether code of this file name (a code object's ``co_filename``) is the learner's: a learner's file, code
     compiled from a string (``<string>``; not Python's own ``<frozen ...>``), or a name that is not an exact str (its
@@ -273,8 +286,18 @@ def watch_helper_imports() -> None:
             return method(self, fullname)
         return refuse
 
+    extension_module = be.ExtensionFileLoader.create_module
+
+    def create_module(self, spec):  # native code of the learner's (a .so written to the scratch folder) would run
+        # in this process, out of every guard's sight
+        if learners_library(self.path):
+            raise HelperHatch(f"{os.path.basename(str(self.path))} is a compiled extension module: submissions and "
+                              "their helpers are Python source")
+        return extension_module(self, spec)
+
     be.SourceLoader.get_code = get_code
     be.SourcelessFileLoader.get_code = get_sourceless_code
+    be.ExtensionFileLoader.create_module = create_module
     zipimport.zipimporter.get_code = from_zip(zipimport.zipimporter.get_code)  # exec_module calls it
     zipimport.zipimporter.load_module = from_zip(zipimport.zipimporter.load_module)
 

@@ -65,7 +65,7 @@ DECIDED_EVENTS = {"sys._getframe", "code.__new__", "function.__new__", "marshal.
 # hatches.refuse_hooks's: the guards set their own profile hook at every op, and an event costs a call here)
 FRAME_ATTRIBUTES = {"tb_frame", "gi_frame", "cr_frame", "ag_frame"}  # object.__getattr__: they hand out a frame
 _WATCHED = frozenset({*ON_STACK_EVENTS, *DECIDED_EVENTS, "object.__getattr__", "object.__setattr__", "compile",
-                      "ctypes.dlsym", "ctypes.dlsym/handle"})
+                      "ctypes.dlsym", "ctypes.dlsym/handle", "ctypes.dlopen"})
 
 # The standard library's functions that hand a frame (or frames) back to their caller: looked through, so that
 # the caller decides (inspect.stack() asked for by the learner is the learner's). (path under the stdlib, function)
@@ -217,6 +217,11 @@ def _audit(event: str, args) -> None:
         if len(args) < 2 or type(args[1]) is not str or (
                 args[1].startswith("<") and not args[1].startswith("<frozen")) or not _trusted(args[1]):
             return
+    elif event == "ctypes.dlopen":  # a library the learner's code could have written (to the scratch folder): its
+        # native code would run in this process, out of every guard's sight. Refused whoever asks (torch.ops.load_library)
+        if args and hatches.learners_library(args[0]):
+            _refuse(f"loading the native library {args[0]!s:.200}", "runs native code the grader cannot watch")
+        return
     elif event in ("ctypes.dlsym", "ctypes.dlsym/handle"):  # Python's own C API (PyEval_GetFrame, ...) by ctypes
         if len(args) < 2 or not isinstance(args[1], str) or not args[1].startswith(("Py", "_Py")):
             return
