@@ -2,7 +2,7 @@
 
 import torch
 
-from torchcode.grader.cases import Call, Case, Const, Out, Refill, Same, benchmark, case
+from torchcode.grader.cases import Call, Case, Const, Out, Refill, Same, benchmark, case, training_step
 
 # the names of the last dimensions of each output and input, for messages ("query positions 0, 1 are wrong")
 DIMS = {"output": ("batch element", "position", "feature"), "x": ("batch element", "position", "feature")}
@@ -132,3 +132,9 @@ def input_needs_no_grad(rng):
 @benchmark
 def bench_inputs(rng, S):
     return Case(init=dict(d_model=512, num_heads=8, num_kv_heads=2), steps=[Call(rng.randn(1, S, 512))])
+
+
+@case(targets="a training step (a new nn.Module starts in training mode): backward runs, and over 1024 copies of one input "
+              "the mean output is eval mode's (dropout, if you add it, keeps the expectation)")
+def training(rng):
+    return training_step(dict(d_model=32, num_heads=4, num_kv_heads=2), [(rng.randn(1, 4, 32),)])

@@ -2,7 +2,7 @@
 
 import torch
 
-from torchcode.grader.cases import Call, Case, Cat, Const, Out, Prev, Refill, Same, case
+from torchcode.grader.cases import Call, Case, Cat, Const, Out, Prev, Refill, Same, case, training_step
 
 # the names of the last dimensions of each output and input, for messages ("query positions 0, 1 are wrong")
 DIMS = {"output[0]": ("batch element", "position", "feature"), "output[1]": ("batch element", "head", "position", "feature"),
@@ -259,3 +259,10 @@ def input_buffer_refilled(rng):
               "because the input needs none")
 def input_needs_no_grad(rng):
     return Case(init=dict(d_model=16, num_heads=2), steps=[Call(Const(rng.randn(2, 5, 16)))])
+
+
+@case(targets="a training step (a new nn.Module starts in training mode): a prefill, then a chunk on its cache; the cache "
+              "is returned as in eval mode, backward runs, and over 1024 copies the mean output is eval mode's")
+def training(rng):
+    x = rng.randn(1, 6, 32)
+    return training_step(dict(d_model=32, num_heads=4), [(x[:, :4],), (x[:, 4:], Prev(0, 1))], out=(0,))

@@ -2,7 +2,7 @@
 
 import torch
 
-from torchcode.grader.cases import Alias, Call, Case, Const, Fn, Out, Refill, Same, case, differs
+from torchcode.grader.cases import Alias, Call, Case, Const, Fn, Out, Refill, Same, case, differs, training_step
 
 # the names of the last dimensions of each output and input, for messages ("query positions 0, 1 are wrong")
 DIMS = {"output": ("batch element", "query position", "feature"), "Q": ("batch element", "query position", "feature"),
@@ -182,3 +182,10 @@ def self_attention_weights_updated_inference(rng):
               "because the input needs none")
 def inputs_need_no_grad(rng):
     return mha(32, 4, (Const(rng.randn(2, 5, 32)), Const(rng.randn(2, 6, 32)), Const(rng.randn(2, 6, 32))))
+
+
+@case(targets="a training step (a new nn.Module starts in training mode): backward runs, and over 1024 copies of one input "
+              "the mean output is eval mode's (dropout, if you add it, keeps the expectation)")
+def training(rng):
+    q, kv = rng.randn(1, 3, 32), rng.randn(1, 4, 32)
+    return training_step(dict(d_model=32, num_heads=4), [(q, kv, kv)])

@@ -113,10 +113,14 @@ def mask_2d_square(rng):
     return Case(steps=[Call(rng.randn(6, 6, 8), rng.randn(6, 6, 8), rng.randn(6, 6, 8), mask=_mask(rng, 6, 6))])
 
 
-@case(targets="masks with fewer dims than the scores broadcast from the right: (H, Lq, Lk) on (B, H, Lq, Lk)")
+@case(targets="masks with fewer dims than the scores broadcast from the right: (H, Lq, Lk), (1, Lk) and (Lq, Lk) on "
+              "(B, H, Lq, Lk) (a 2-D mask is never a (B, Lk) padding mask)")
 def mask_fewer_dims(rng):
     Q, K, V = rng.randn(3, 3, 5, 8), rng.randn(3, 3, 6, 8), rng.randn(3, 3, 6, 8)
-    return Case(steps=[Call(Q, K, V, _mask(rng, 3, 5, 6)), Call(Q, K, V, _mask(rng, 1, 6))])
+    Q2, K2, V2 = rng.randn(5, 2, 5, 8), rng.randn(5, 2, 6, 8), rng.randn(5, 2, 6, 8)  # batch = Lq: read as (B, Lk),
+    # a (Lq, Lk) mask runs, and masks the wrong keys
+    return Case(steps=[Call(Q, K, V, _mask(rng, 3, 5, 6)), Call(Q, K, V, _mask(rng, 1, 6)),
+                       Call(Q2, K2, V2, _mask(rng, 5, 6))])
 
 
 @case(targets="masks with several leading dims, some of size 1: (B, 1, Lq, Lk) and (1, H, 1, Lk) on 5-D inputs")
