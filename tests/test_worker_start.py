@@ -47,6 +47,8 @@ def test_device_is_initialised_before_confinement(cli, workdir, tmp_path):
 @pytest.mark.parametrize("fake,cause", [
     ("broken", "initialising the cpu device failed: RuntimeError: CUDA driver initialization failed (simulated error 304)"),
     ("dies", "the worker process exited with code 9 before your file was loaded"),
+    ("fails_in_set_up", "the worker process ended while it set up for your file, before any of it ran"),
+    ("exits_in_set_up", "the worker process ended while it set up for your file, before any of it ran"),
 ])
 def test_worker_that_cannot_start_is_not_a_verdict(cli, workdir, tmp_path, torchcode_home, fake, cause):
     scratch, mark = tmp_path / "tmp", uuid.uuid4().hex

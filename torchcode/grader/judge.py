@@ -336,9 +336,15 @@ class Grader:
         try:
             reply, _ = worker.receive(load_limit, LOAD_REPLY, notes)
         except protocol.Timeout:
+            if not notes.set_up:  # none of the learner's code ran yet: never a verdict on it
+                raise GraderError(f"the worker process did not finish setting up for your file within {load_limit:g} "
+                                  "s, before any of it ran (is the machine very busy?)") from None
             return not_run(Verdict.TIME_LIMIT, f"importing your file took longer than {load_limit:g} s: is there "
                                                "a loop or a long computation at the top level?")
         except protocol.PeerClosed:
+            if not notes.set_up:
+                raise GraderError("the worker process ended while it set up for your file, before any of it ran") \
+                    from None
             if worker.scratch_over or worker.memory_over:
                 return not_run(Verdict.MEMORY_LIMIT, _over_message(worker, "while your file was being imported"))
             return not_run(Verdict.CRASHED, "your code's process {exit} while your file was being imported "

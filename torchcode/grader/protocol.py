@@ -270,6 +270,7 @@ class Notes:
     forbidden: list = field(default_factory=list)
     tamper: list = field(default_factory=list)
     too_large: tuple | None = None  # (elements, shape) of the first tensor over the case's limit
+    set_up: bool = False  # the worker finished setting up for the learner's file, just before it ran any of it
     count: int = 0
 
     def add(self, note, first: bool) -> None:
@@ -282,6 +283,8 @@ class Notes:
             self.ready = note["ready"]
         if isinstance(note.get("forbidden"), str) and note["forbidden"][:200] not in self.forbidden:
             self.forbidden.append(note["forbidden"][:200])
+        if note.get("set_up") is True:
+            self.set_up = True
         if isinstance(note.get("tamper"), str) and note["tamper"][:300] not in self.tamper:
             self.tamper.append(note["tamper"][:300])
         n, shape = note.get("too_large"), note.get("shape")

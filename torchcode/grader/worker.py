@@ -399,6 +399,9 @@ class Worker:
         sys.path[:0] = folders
         hatches.keep_tensor_methods()  # torch.Tensor's attributes as torch left them (after the preloads above)
         guard = guards.Guard(self.forbidden)
+        # the grader's own set-up is done: a worker that ends before this note is the grader's failure, never a verdict
+        # (and one sent, the learner's code cannot take it back)
+        protocol.note(self.sock, set_up=True)
         try:
             with guard:
                 exec(code, module.__dict__)
