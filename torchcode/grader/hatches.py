@@ -295,9 +295,24 @@ def watch_helper_imports() -> None:
                               "their helpers are Python source")
         return extension_module(self, spec)
 
+    import _imp
+    from importlib.machinery import ModuleSpec
+
+    create_dynamic = _imp.create_dynamic
+
+    def create_dynamic_checked(spec, *args):  # what every loader of an extension module ends in (it loads
+        # spec.origin, whatever the loader's own path says); called with a spec of exact strings read once, so that
+        # a property of the learner's cannot name one file to this check and another to the loader
+        name, origin = getattr(spec, "name", None), getattr(spec, "origin", None)
+        if type(name) is not str or type(origin) is not str or learners_library(origin):
+            raise HelperHatch(f"{os.path.basename(str(origin))} is a compiled extension module: submissions and "
+                              "their helpers are Python source")
+        return create_dynamic(ModuleSpec(name, None, origin=origin), *args)
+
     be.SourceLoader.get_code = get_code
     be.SourcelessFileLoader.get_code = get_sourceless_code
     be.ExtensionFileLoader.create_module = create_module
+    _imp.create_dynamic = create_dynamic_checked
     zipimport.zipimporter.get_code = from_zip(zipimport.zipimporter.get_code)  # exec_module calls it
     zipimport.zipimporter.load_module = from_zip(zipimport.zipimporter.load_module)
 

@@ -74,6 +74,11 @@ HAND_FRAMES_BACK = {("inspect.py", "currentframe"), ("inspect.py", "stack"), ("i
                     ("traceback.py", "walk_stack"), ("traceback.py", "walk_tb"),
                     ("traceback.py", "_walk_tb_with_full_positions"), ("logging/__init__.py", "currentframe"),
                     ("logging/__init__.py", "<lambda>")}
+# Functions of Python's frozen import machinery that call what they are handed (its frames otherwise decide for
+# themselves: the compile of a module the learner's code imports is the import machinery's): looked through.
+# `_bootstrap._call_with_frames_removed(getattr, module, name)` passed the refusals as the machinery's own call.
+FROZEN_CALLERS = {"_call_with_frames_removed", "_requires_builtin_wrapper", "_requires_frozen_wrapper",
+                  "_check_name_wrapper"}
 # The standard library's functions that read what they ask for themselves (inspect.signature reads a function's
 # globals for its annotations): (path under the stdlib, function)
 CONSUMER_FUNCTIONS = {("inspect.py", "get_annotations")}
@@ -127,6 +132,9 @@ def _decider(frame) -> bool:
         file = code.co_filename
         if not _trusted(file):
             return True
+        if file.startswith("<frozen ") and code.co_name in FROZEN_CALLERS:
+            frame = frame.f_back  # (it calls what it is handed: its caller decides)
+            continue
         if file.startswith("<frozen ") or not _stdlib(file):  # (Python's import machinery: a module compiled as
             return False  # the learner's code imports it)
         where = file[len(next(p for p in _STDLIB[0] if file.startswith(p))):]
