@@ -1,13 +1,13 @@
 # expect: wrong_answer
 # mistake: a hand-written attention dropout that forgets the 1 / (1 - p) rescale: in training mode the output's
-#   expectation shrinks by 1 - p
+#   expectation shrinks by 1 - p (at p = 0.2; at 0.1 the training case, on 1024 copies, tells it only sometimes)
 import math
 import torch
 from torch import nn
 
 
 class MultiHeadCrossAttention(nn.Module):
-    def __init__(self, d_model, num_heads, p=0.1):
+    def __init__(self, d_model, num_heads, p=0.2):
         super().__init__()
         self.h, self.dk, self.p = num_heads, d_model // num_heads, p
         self.W_q = nn.Linear(d_model, d_model)
