@@ -175,10 +175,8 @@ def _installed() -> set[str]:
     never write."""
     import torchcode
 
-    places = [sys.prefix, sys.exec_prefix, sys.base_prefix, *_site_packages(), os.path.dirname(torchcode.__file__),
-              os.path.dirname(torch.__file__)]
-    places = [os.path.abspath(p) for p in places if p]
-    return {*places, *(os.path.realpath(p) for p in places), *_trusted_folders()}
+    places = [os.path.abspath(p) for p in (sys.prefix, sys.exec_prefix, sys.base_prefix) if p]
+    return {*places, *(os.path.realpath(p) for p in places), *_trusted_folders()}  # (site-packages, torch, torchcode)
 
 
 def set_learner_folders(folders: list[str]) -> None:
@@ -286,15 +284,6 @@ def watch_helper_imports() -> None:
             return method(self, fullname)
         return refuse
 
-    extension_module = be.ExtensionFileLoader.create_module
-
-    def create_module(self, spec):  # native code of the learner's (a .so written to the scratch folder) would run
-        # in this process, out of every guard's sight
-        if learners_library(self.path):
-            raise HelperHatch(f"{os.path.basename(str(self.path))} is a compiled extension module: submissions and "
-                              "their helpers are Python source")
-        return extension_module(self, spec)
-
     import _imp
     from importlib.machinery import ModuleSpec
 
@@ -311,7 +300,6 @@ def watch_helper_imports() -> None:
 
     be.SourceLoader.get_code = get_code
     be.SourcelessFileLoader.get_code = get_sourceless_code
-    be.ExtensionFileLoader.create_module = create_module
     _imp.create_dynamic = create_dynamic_checked
     zipimport.zipimporter.get_code = from_zip(zipimport.zipimporter.get_code)  # exec_module calls it
     zipimport.zipimporter.load_module = from_zip(zipimport.zipimporter.load_module)

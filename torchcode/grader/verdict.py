@@ -152,7 +152,7 @@ def judge_case(pol: GradingPolicy, p: Prepared, reply: dict, tensors: list[torch
         # the largest gradient of the case: a gradient that vanishes in exact arithmetic (a key bias's: softmax
         # ignores a shift of a row's scores) is judged on that scale, the size of the terms that cancel in it
         grads = [g for g in (*p.gold.input_grads.values(), *p.gold.param_grads.values()) if g is not None and g.numel()]
-        largest = max((g.detach().double().abs().nan_to_num(0.0, 0.0, 0.0).max().item() for g in grads), default=0.0)
+        largest = max((_peak(g) for g in grads), default=0.0)
         for idx, g in p.gold.input_grads.items():
             m = _grad(pol, f"gradient of {p.leaf_labels[idx]}", in_grads.get(idx), g, p.ref.input_grads.get(idx),
                       p.spread.input_grads.get(idx) if p.spread else None, _dims(dims, p.leaf_labels[idx]), largest)
@@ -305,12 +305,17 @@ def _dims(dims: dict | None, label: str) -> tuple[str, ...]:
 VANISHING = 1e-9
 
 
+def _peak(g: torch.Tensor) -> float:
+    """A gradient's largest magnitude (NaN and inf counted as 0): the scale a vanishing gradient is judged on."""
+    return g.detach().double().abs().nan_to_num(0.0, 0.0, 0.0).max().item()
+
+
 def _grad(pol: GradingPolicy, what, got, gold, ref, spread=None, dims: tuple[str, ...] = (), largest: float = 0.0):
     """None when the gradient is right; else a Mismatch, or why it is missing or malformed (a message).
     ``largest``: the case's largest gradient element, the scale a vanishing gradient is judged on."""
     if gold is None or ref is None:
         return None
-    vanishing = gold.detach().double().abs().nan_to_num(0.0, 0.0, 0.0).max().item() <= VANISHING * largest
+    vanishing = _peak(gold) <= VANISHING * largest
     if got is None or not isinstance(got, _LT):
         # none where the exact gradient is 0 is right: a key projection's bias shifts each query's scores by one
         # constant, which the softmax cancels (Whisper and BART leave it out of the keys)
@@ -532,11 +537,9 @@ def _grads_in_expectation(p: Prepared, in_grads: dict, p_grads: dict) -> str:
     is about 6% off on 2048 copies, at most 13% over 1000 seeds). '' when they are."""
     named = [(f"gradient of {p.leaf_labels[i]}", in_grads.get(i), g, True) for i, g in p.gold.input_grads.items()]
     named += [(f"gradient of {n}", p_grads.get(n), g, False) for n, g in p.gold.param_grads.items()]
-    largest = max((g.detach().double().abs().nan_to_num(0.0, 0.0, 0.0).max().item() for _, _, g, _ in named
-                   if g is not None and g.numel()), default=0.0)
+    largest = max((_peak(g) for _, _, g, _ in named if g is not None and g.numel()), default=0.0)
     # none where the exact gradient is 0 is right (a key projection's bias: as _grad says)
-    named = [x for x in named if x[2] is not None and not (
-        x[1] is None and x[2].detach().double().abs().nan_to_num(0.0, 0.0, 0.0).max().item() <= VANISHING * largest)]
+    named = [x for x in named if x[2] is not None and not (x[1] is None and _peak(x[2]) <= VANISHING * largest)]
     for what, got, gold, _ in named:
         if got is None or not isinstance(got, _LT) or tuple(got.tensor.shape) != tuple(gold.shape):
             return (f"in this training step the {what} is missing or malformed: the output must stay "
@@ -545,9 +548,9 @@ def _grads_in_expectation(p: Prepared, in_grads: dict, p_grads: dict) -> str:
             return f"in this training step the {what} is not finite (inf or NaN)"
     if p.header.get("dtype") not in ("float32", "float64"):  # semantics in float32; low precision: robustness only
         return ""  # (autograd sums a weight's gradient in its own dtype: 2048 bfloat16 additions lose too much)
-    sums = [(what, got.tensor.double(), gold.double()) for what, got, gold, _ in named if gold is not None]
+    sums = [(what, got.tensor.double(), gold.double(), per_copy) for what, got, gold, per_copy in named]
     sums = [(w, a.sum(0) if per_copy and a.dim() else a, b.sum(0) if per_copy and b.dim() else b)
-            for (w, a, b), (_, _, _, per_copy) in zip(sums, [x for x in named if x[2] is not None])]
+            for w, a, b, per_copy in sums]
     largest = max((b.norm().item() for _, _, b in sums), default=0.0)
     for what, got, gold in sums:
         size = max(gold.norm().item(), 0.05 * largest)
@@ -555,9 +558,9 @@ def _grads_in_expectation(p: Prepared, in_grads: dict, p_grads: dict) -> str:
         if err > EXPECTED_GRAD_ERR:
             return (f"in this training step the {what}, summed over many draws of dropout, is off by {err:.0%} of "
                     f"its size (a correct layer's is within {EXPECTED_GRAD_ERR:.0%}). Your outputs are right, only the "
-                    "gradients are not: the backward must follow the dropout the forward applied, kept weights scaled by 1 / (1 - p) in both (F.dropout or nn.Dropout "
-                    "on the attention weights; a hand-written backward that forgets the scale, or one that drops "
-                    "the gradient, is off), and every path from the inputs to the output must stay connected to "
+                    "gradients are not: the backward must follow the dropout the forward applied, kept weights scaled "
+                    "by 1 / (1 - p) in both (F.dropout or nn.Dropout on the attention weights; a hand-written backward "
+                    "that forgets the scale, or one that drops the gradient, is off), and every path from the inputs to the output must stay connected to "
                     "autograd (no .detach(), .data or torch.no_grad() on the way; a cache detached where a later call "
                     "reads it cuts the gradient that reaches an earlier call's input through it)")
     return ""
