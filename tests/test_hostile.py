@@ -23,6 +23,7 @@ import pytest
 from conftest import ROOT, Run, corpus_seed, expected_verdict, family
 from torchcode.grader import confine
 from torchcode.grader.judge import Limits
+from torchcode.grader.tree import SCRATCH
 
 
 def problem_of(path: Path) -> str:
@@ -227,7 +228,7 @@ class Ahead:
                 self.reaping -= 1
                 if self.reaping == 0:
                     _subreaper(False)
-        left = sorted(p.name for p in tmp.glob("torchcode-*"))
+        left = sorted(p.name for p in tmp.glob(SCRATCH + "*"))
         return Checked(Run(p.returncode, out, err), seconds, strays, left, base / "home")
 
     def _strays(self, before: set[int]) -> dict[int, str]:
@@ -299,7 +300,7 @@ def _direct_children() -> list[int]:
 @contextlib.contextmanager
 def nothing_left_behind(tmp_path: Path):
     """Run a command (with the environment this yields) and then assert that no process it started is
-    still alive and that it left no torchcode-* directory in its TMPDIR."""
+    still alive and that it left no temporary folder of its own in its TMPDIR."""
     tmp = tmp_path / "tmpdir"
     tmp.mkdir(exist_ok=True)
     before = set(_direct_children())
@@ -310,7 +311,7 @@ def nothing_left_behind(tmp_path: Path):
         _subreaper(False)
     found = kill_strays(before)
     assert not found, f"processes left running: {found}"
-    left = sorted(p.name for p in tmp.glob("torchcode-*"))
+    left = sorted(p.name for p in tmp.glob(SCRATCH + "*"))
     assert not left, f"temporary directories left behind: {left}"
 
 
@@ -538,9 +539,9 @@ def test_a_killed_grader_leaves_nothing_behind(tmp_path, workdir):
         p = subprocess.Popen(cmd, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                              env=dict(os.environ, **env))
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not list((tmp_path / "tmpdir").rglob("torchcode-*/cwd")):
+        while time.monotonic() < deadline and not list((tmp_path / "tmpdir").rglob("output.txt")):
             time.sleep(0.05)
-        assert list((tmp_path / "tmpdir").rglob("torchcode-*/cwd")), "the worker never started"
+        assert list((tmp_path / "tmpdir").rglob("output.txt")), "the worker never started"
         while time.monotonic() < deadline and len(_children(p.pid)) < 2:
             time.sleep(0.05)
         p.kill()

@@ -1,8 +1,10 @@
-# expect: wrong_output
+# expect: runtime_error
 # problem: sdpa
 # A custom autograd.Function whose backward returns its gradients as sparse COO tensors (as nn.Embedding(sparse=True)
 # does): Q.grad, K.grad, V.grad arrive sparse. The forward is right. The worker once died encoding them ("Crashed:
-# exited with code 0"); a sparse gradient is the learner's output, judged as such.
+# exited with code 0"); a sparse gradient is the learner's output, judged as such: a wrong output where the inputs are
+# leaves, and where they are an earlier layer's output (half the cases), an error in backward (that layer's view
+# takes dense gradients only), which says to return dense tensors.
 import math
 
 import torch

@@ -24,6 +24,7 @@ from torchcode import paths
 from torchcode.classroom.discover import Submission, helper_files
 from torchcode.classroom.pool import Outcome, bench_one, by_problem, grade_one
 from torchcode.errors import GraderError, UsageError
+from torchcode.grader.tree import SCRATCH
 
 IN_FLIGHT = 2  # grades queued per actor, so it never waits for the next round trip
 
@@ -38,7 +39,7 @@ class GradingActor:
         from torchcode.session import Session
 
         os.environ.pop("TORCHCODE_PROBLEMS", None)  # those packs came with ``packs``
-        self.tmp = Path(tempfile.mkdtemp(prefix="torchcode-ray-"))
+        self.tmp = Path(tempfile.mkdtemp(prefix=SCRATCH))
         dirs = []
         for n, blob in enumerate(packs):
             dest = self.tmp / f"pack{n}"
@@ -67,7 +68,7 @@ class GradingActor:
     def _laid_out(self, job: Submission, source: bytes, helpers: dict[str, bytes] | None):
         """The submission written with its helper modules in a folder of its own (grades run concurrently here:
         another of the student's files must not see these, nor lose them when it ends), removed afterwards."""
-        folder = Path(tempfile.mkdtemp(prefix="job-", dir=self.tmp)) / _safe(job.student)
+        folder = Path(tempfile.mkdtemp(prefix=SCRATCH, dir=self.tmp)) / _safe(job.student)
         folder.mkdir()
         try:
             for name, data in (helpers or {}).items():

@@ -24,6 +24,7 @@ from torchcode.classroom.pool import relabel
 from torchcode.commands import interrupts
 from torchcode.commands.common import wanted_dtypes
 from torchcode.errors import UsageError
+from torchcode.grader.tree import SCRATCH
 from torchcode.progress import SEED_MAX, SEED_MIN
 from torchcode.render.terminal import inert, inert_name
 
@@ -55,7 +56,7 @@ def run(opts: Options, cat: Catalog, con: Console) -> int:
         raise UsageError(f"--workers must be at least 1, not {opts.workers}")
     for p in problems:
         wanted_dtypes(cat.get(p), opts.dtypes)  # a --dtype a problem does not declare is refused before anything starts
-    with tempfile.TemporaryDirectory(prefix="torchcode-grade-") as unpack:
+    with tempfile.TemporaryDirectory(prefix=SCRATCH) as unpack:
         found = discover(opts.submissions, problems, Path(unpack) / "unpacked", skip=opts.out, known=tuple(cat.ids()))
         _out_apart(opts.out, opts.submissions, found.root)  # first: --out in a student's folder takes that student
         if not found.submissions and not found.unreadable:

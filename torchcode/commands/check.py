@@ -18,7 +18,7 @@ from torchcode.commands import interrupts
 from torchcode.commands.common import (catalog, check_limits, display_path, resolve_target, store, wanted_dtypes,
                                       warn_store)
 from torchcode.errors import StoreError, UsageError
-from torchcode.grader.tree import remove_tree
+from torchcode.grader.tree import SCRATCH, remove_tree
 from torchcode.progress import SEED_MAX, SEED_MIN
 from torchcode.progress.record import record_report
 from torchcode.render import console, err_console, progress_line
@@ -85,7 +85,7 @@ def _private_tempdir():
     old, root = tempfile.tempdir, None
     try:
         with interrupts.deferred():
-            root = tempfile.mkdtemp(prefix="torchcode-check-")
+            root = tempfile.mkdtemp(prefix=SCRATCH)
             tempfile.tempdir = root
         yield
     finally:

@@ -121,6 +121,7 @@ class Program:
     calling: Calling = field(default_factory=Calling)
     updates: dict = field(default_factory=dict)  # call -> {parameter name: new values} set in place just before it
     inference: bool = False  # a forward-only case: the calls run under torch.no_grad(), as inference does
+    from_graph: bool = False  # inputs that get a gradient are handed as views of the leaves (an earlier layer's output)
     temporary: frozenset[int] = frozenset()  # steps whose arguments are freed once they return (forward-only cases)
     modes: dict = field(default_factory=dict)  # call -> the mode (train: True) the module is switched to just before it
     forms: dict = field(default_factory=dict)  # call -> the form of the reference's output (``form()``), for the calls
@@ -388,9 +389,11 @@ def run(entry, is_module: bool, prog: Program, stage: Stage, *, guard_factory=No
 
     def leaf(t: torch.Tensor) -> torch.Tensor:
         t = fresh_input(t)
+        leaves.append(t)  # (where its gradient is read)
         if prog.grad and t.is_floating_point():
             t.requires_grad_(True)
-        leaves.append(t)
+            if prog.from_graph:  # the output of an earlier layer: not a leaf, its grad_fn set, its layout the same
+                return t.view_as(t)
         return t
 
     def resolve(v, call: int, where, path: Path = (), prev: int | None = None):

@@ -28,7 +28,7 @@ from torchcode.grader.limits import Limits
 from torchcode.grader.problem import Problem
 from torchcode.grader.result import FAILS_WITH_NEW_VALUES, CaseResult, Report, Verdict, overall
 from torchcode.grader.sandbox import WorkerProcess, Zygote
-from torchcode.grader.tree import remove_tree
+from torchcode.grader.tree import SCRATCH, remove_tree
 from torchcode.grader.verdict import clean_error, error_result, malformed, number, unfinished_forms
 
 __all__ = ["Grader", "Limits", "Problem", "grade_file", "resolve_device", "default_dtypes", "protected_paths"]
@@ -118,7 +118,7 @@ class Grader:
         identity = _identity(path, self._protected(spec))
         if identity is None:
             return
-        tmp = Path(tempfile.mkdtemp(prefix="torchcode-"))
+        tmp = Path(tempfile.mkdtemp(prefix=SCRATCH))
         try:
             worker = self._spawn(spec, path, tmp, dts)
         except GraderError:
@@ -168,14 +168,14 @@ class Grader:
         return self._problems[key]
 
     def _spawn(self, spec: ProblemSpec, path: Path, tmp: Path, dtypes: list[str], confine: bool = True) -> WorkerProcess:
-        """A fresh worker whose output goes to tmp/output.txt and whose scratch directory is tmp/cwd.
+        """A fresh worker whose output goes to tmp/output.txt and whose scratch directory (its working directory) is a folder in tmp.
 
         It initialises the device (and loads the kernels for ``dtypes``) before it confines itself;
         ``_started`` reads whether that worked.
         """
         lim = self.limits
-        (tmp / "cwd").mkdir()
-        config = {"tmp": str(tmp), "log": str(tmp / "output.txt"), "cwd": str(tmp / "cwd"), "memory_mb": lim.memory_mb,
+        cwd = Path(tempfile.mkdtemp(prefix=SCRATCH, dir=tmp))
+        config = {"tmp": str(tmp), "log": str(tmp / "output.txt"), "cwd": str(cwd), "memory_mb": lim.memory_mb,
                   "address_limit": bounds_address_space(lim.device), "device": lim.device, "output_bytes": lim.output_bytes, "threads": lim.threads,
                   "path": str(path), "confine": lim.confine and confine, "protected": self._protected(spec),
                   "dtypes": list(dtypes), "sdpa": SDPA not in spec.forbidden, "imports_from": list(lim.imports_from), "device_init": lim.device_init}
@@ -183,7 +183,7 @@ class Grader:
             worker = self.zygote.spawn(config)
         except OSError as e:
             raise GraderError(f"cannot start a worker process ({e})") from None
-        worker.watch_scratch(tmp / "cwd", lim.memory_mb << 20, mapped=not bounds_address_space(lim.device))
+        worker.watch_scratch(cwd, lim.memory_mb << 20, mapped=not bounds_address_space(lim.device))
         return worker
 
     def _started(self, worker: WorkerProcess) -> dict:
@@ -276,7 +276,7 @@ class Grader:
         if dry:
             self.zygote.warm_meta()
         spare = self._take_spare(spec, path, dtypes)
-        worker, tmp = spare if spare else (None, Path(tempfile.mkdtemp(prefix="torchcode-")))
+        worker, tmp = spare if spare else (None, Path(tempfile.mkdtemp(prefix=SCRATCH)))
         try:
             worker = worker or self._spawn(spec, path, tmp, dtypes)
             with threads(lim.threads):
@@ -663,7 +663,7 @@ class _Ahead:
 def _scratch_folder():
     """A worker's temporary directory, removed on the way out whatever its worker left there (TemporaryDirectory's
     own clean-up recurses once per level: 1100 nested folders raised RecursionError)."""
-    tmp = Path(tempfile.mkdtemp(prefix="torchcode-"))
+    tmp = Path(tempfile.mkdtemp(prefix=SCRATCH))
     try:
         yield tmp
     finally:

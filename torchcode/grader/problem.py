@@ -192,10 +192,11 @@ class Problem:
                                     "something other than a tensor of that parameter's shape",
                                     "use the reference's parameter names and shapes")
         layouts = self.layouts(cdef, c, seed)
+        from_graph = self.from_graph(cdef, seed)
 
         def program(cast) -> execute.Program:
             prog = self.program(c, state, cast)
-            prog.layouts, prog.inference = layouts, inference
+            prog.layouts, prog.inference, prog.from_graph = layouts, inference, from_graph
             return prog
 
         ignore = {(i, path): m for i, s in enumerate(c.steps) for path, m in s.ignore.items()}
@@ -237,6 +238,7 @@ class Problem:
             "grad": c.grad, "inference": inference, "train": c.train, "max_elements": c.max_intermediate, "dtype": dtype, "device": device,
             "measured": any(v is not None for v in (c.max_intermediate, c.max_reduction, c.max_work_exponent, c.max_work)),
             "layouts": list(layouts),
+            "from_graph": from_graph,
             # the optional parameters given, by position in about half the cases (by keyword in the others), and the
             # other way in each case's replay: every passing case is called both ways, as callers may
             "positional": (caseapi.case_seed(seed, cdef.name + "/positional") % 2 == 0) != replay,
@@ -264,6 +266,14 @@ class Problem:
         h = caseapi.case_seed(seed, cdef.name + "/layout")
         return tuple(execute.layouts_for(nd)[(h + k) % len(execute.layouts_for(nd))] if nd else "contiguous"
                      for k, nd in enumerate(dims))
+
+    def from_graph(self, cdef: caseapi.CaseDef, seed: int) -> bool:
+        """Whether the inputs that get a gradient are handed as the output of an earlier layer (a view of the leaf
+        whose gradient is read, its grad_fn set), as a model's layer gets them: in half the cases (by the seed),
+        leaves in the others. (Right only for leaves was accepted: `if x.grad_fn is None`, attack32.)"""
+        n = len(self.cases)
+        k = next((i for i, d in enumerate(self.cases) if d.name == cdef.name), -1)
+        return k in random.Random(caseapi.case_seed(seed, "/graph")).sample(range(n), n // 2)
 
     def weights(self, c: caseapi.Case, rng: caseapi.Rng) -> dict[str, torch.Tensor]:
         """Random weights for a module case, by the reference's parameter names (empty for functions)."""

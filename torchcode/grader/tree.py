@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import os
 
+# The prefix of every temporary folder whose path the learner's code can see (its working directory, the folder a
+# class's files are unpacked to): tempfile's own, so that no path names the grader (docs/grading.md, "What a
+# submission can tell")
+SCRATCH = "tmp"
+
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
 
 

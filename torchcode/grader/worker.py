@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import errno
 import importlib
+import importlib.machinery
 import importlib.util
 import inspect
+import keyword
 import os
 import socket
 import sys
@@ -152,6 +154,29 @@ def _hide_grader_modules() -> None:
     reading files that confinement keeps out of reach."""
     for name in [n for n in sys.modules if n == "torchcode" or n.startswith("torchcode.")]:
         del sys.modules[name]
+
+
+def _module_name(path: str) -> str:
+    """The name `import` gives the learner's file (``gqa.py`` is ``gqa``), where that name is free: not a module
+    loaded or installed (``json.py`` would shadow the library's for torch too). Else "submission"."""
+    stem = os.path.basename(path).rpartition(".")[0] or os.path.basename(path)
+    if not stem.isidentifier() or keyword.iskeyword(stem) or stem in sys.modules:
+        return "submission"
+    try:
+        found = importlib.machinery.PathFinder.find_spec(stem, sys.path)  # (the learner's folders not yet on it)
+    except (ImportError, ValueError, OSError):
+        return "submission"
+    return "submission" if found is not None else stem
+
+
+def _as_if_imported() -> None:
+    """Leave out what would name the grader to the learner's file (each read by a submission that was right only
+    when graded, docs/grading.md "What a submission can tell"): the grader's command line (`torchcode check FILE
+    --seed N`) and variables (TORCHCODE_HOME, the shell's `_`). Its file is imported as an interactive session
+    imports it."""
+    sys.argv[:] = [""]
+    for var in [v for v in os.environ if v == "_" or v.startswith("TORCHCODE_")]:
+        del os.environ[var]
 
 
 # Modules torch imports on the first use of a feature: seconds of one-time loading. Imported while
@@ -391,11 +416,11 @@ class Worker:
         hatches.keep_thread_count()
         hatches.watch_helper_imports()
         reflection.refuse_reflection(Worker.serve.__code__)
-        sys.argv[:] = [self.path]  # (the command line the grader was started with, its --seed included)
         _hide_grader_modules()
-        module = types.ModuleType("submission")
+        _as_if_imported()
+        module = types.ModuleType(_module_name(self.path))
         module.__file__ = self.path
-        sys.modules["submission"] = module
+        sys.modules[module.__name__] = module
         sys.path[:0] = folders
         hatches.keep_tensor_methods()  # torch.Tensor's attributes as torch left them (after the preloads above)
         guard = guards.Guard(self.forbidden)
@@ -475,7 +500,7 @@ class Worker:
         if self.entry is None:
             defined = sorted(k for k, v in vars(module).items()
                              if not k.startswith("_") and (inspect.isfunction(v) or inspect.isclass(v))
-                             and getattr(v, "__module__", None) == "submission")
+                             and getattr(v, "__module__", None) == module.__name__)
             extra = f" (it defines: {', '.join(defined)})" if defined else ""
             source = getattr(self, "source", None)
             if not defined and source is not None and not source.strip():
@@ -509,6 +534,7 @@ class Worker:
                    for s in h["steps"]],
             grad=bool(h.get("grad")),
             inference=h.get("inference") is True,
+            from_graph=h.get("from_graph") is True,
             train=bool(h.get("train")),
             cotangents={(c["step"], tuple(c["path"])): decode(c["t"], tensors) for c in h.get("cotangents", [])},
             fresh=frozenset(i for i, s in enumerate(h["steps"]) if s.get("fresh") is True),
@@ -757,6 +783,12 @@ class Worker:
             return {"kind": "runtime", "message": f"your code modified an input in place {stage} ({str(e)[:200]}): the "
                     "caller's tensors must be left unchanged. Use out-of-place operations (`x = x * s`, not `x *= s`; "
                     "`masked_fill`, not `masked_fill_`).", "stage": stage, "traceback": tb}
+        if isinstance(e, RuntimeError) and "sparse" in str(e) and "backward" in str(stage):  # a sparse gradient reached
+            # the op that made the input handed over (a view: an earlier layer's output), which takes dense ones only
+            return {"kind": "runtime", "stage": stage, "traceback": tb, "message": (
+                f"RuntimeError {stage}: {str(e).splitlines()[0][:160]}. A gradient came back as a sparse tensor (from "
+                "`.to_sparse()` in a custom autograd.Function's backward?): the layers before yours take dense ones. "
+                "Return dense tensors shaped like the inputs.")}
         if isinstance(e, RuntimeError) and "cannot be converted to type" in str(e) and "without overflow" in str(e):
             return {"kind": "runtime", "stage": stage, "traceback": tb, "message": (
                 f"RuntimeError {stage}: {str(e).splitlines()[0][:160]}. A constant does not fit this dtype (float16 "

@@ -22,6 +22,7 @@ from typing import Callable
 from torchcode.errors import GraderError, TorchcodeError, Unreadable, UsageError
 from torchcode.grader.limits import Limits
 from torchcode.grader.result import Report
+from torchcode.grader.tree import SCRATCH
 
 START_LIMIT = 120.0  # seconds for the session's process to import torch and get ready
 SLACK = 60.0  # beyond a check's own limits, before a silent session counts as hung
@@ -104,7 +105,7 @@ class Session:
             self._log.close()
             self._log = None
         sources, self._sources = self._sources, None
-        if sources and Path(sources).name.startswith("torchcode-session-"):
+        if sources and Path(sources).name.startswith(SCRATCH):
             shutil.rmtree(sources, ignore_errors=True)  # left behind when the process was killed
 
     def abort(self) -> None:
@@ -204,7 +205,7 @@ class Session:
         self._buf = b""
         # its temporary folder is made here, so that close() removes it however the process ended (killed while
         # its zygote started, before it could say where its folder was)
-        self._sources = tempfile.mkdtemp(prefix="torchcode-session-")
+        self._sources = tempfile.mkdtemp(prefix=SCRATCH)
         # Requests and replies travel on a socket, not on pipes: a pipe of another process can be opened
         # again through /proc/PID/fd (by a worker that Landlock does not confine), a socket cannot.
         ours, theirs = socket.socketpair()

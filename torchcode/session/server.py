@@ -70,6 +70,7 @@ def main() -> None:
     from torchcode.errors import GraderError, TorchcodeError
     from torchcode.grader.judge import Grader, resolve_device
     from torchcode.grader.limits import Limits
+    from torchcode.grader.tree import SCRATCH
     from torchcode.grader.tree import remove_tree
 
     limits = Limits(**config.get("limits", {}))
@@ -77,7 +78,7 @@ def main() -> None:
     # every temporary file of this session (and of its zygote: torch's caches, such as the meta kernels' of a
     # GPU dry run) goes under one folder of its own, removed at the end, as `check` does
     # (made by the client, which removes it however this process ends)
-    root = Path(config["tmp"]) if config.get("tmp") else Path(tempfile.mkdtemp(prefix="torchcode-session-"))
+    root = Path(config["tmp"]) if config.get("tmp") else Path(tempfile.mkdtemp(prefix=SCRATCH))
     tempfile.tempdir = str(root)
     grader = None
     try:
