@@ -138,3 +138,10 @@ def bench_inputs(rng, S):
               "the mean output is eval mode's (dropout, if you add it, keeps the expectation)")
 def training(rng):
     return training_step(dict(d_model=32, num_heads=4, num_kv_heads=2), [(rng.randn(1, 4, 32),)])
+
+
+@case(targets="a training step on an input that needs no gradient (a trainable layer on frozen embeddings): the "
+              "weights still get theirs (torch.utils.checkpoint's use_reentrant=True builds no graph then: "
+              "use_reentrant=False)")
+def training_input_needs_no_grad(rng):
+    return training_step(dict(d_model=32, num_heads=4, num_kv_heads=2), [(rng.randn(1, 4, 32),)], inputs_need_grad=False)

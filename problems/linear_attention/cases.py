@@ -50,7 +50,8 @@ def basic(rng):
     return lin(B, S, rng.randn(B, S, 8), rng.randn(B, S, 8), rng.randn(B, S, 8))
 
 
-@case(targets="eps is added to the denominator as given")
+@case(targets="eps (5 here) is added to the denominator as given, and only there: not to the features phi(q), phi(k), "
+              "nor to the numerator")
 def custom_eps(rng):
     B, S = 2, 32
     return lin(B, S, rng.randn(B, S, 4), rng.randn(B, S, 4), rng.randn(B, S, 6), eps=5.0)

@@ -189,3 +189,10 @@ def inputs_need_no_grad(rng):
 def training(rng):
     q, kv = rng.randn(1, 3, 32), rng.randn(1, 4, 32)
     return training_step(dict(d_model=32, num_heads=4), [(q, kv, kv)])
+
+
+@case(targets="a training step on inputs that need no gradient (a trainable layer on frozen embeddings): the weights "
+              "still get theirs (torch.utils.checkpoint's use_reentrant=True builds no graph then: use_reentrant=False)")
+def training_inputs_need_no_grad(rng):
+    q, kv = rng.randn(1, 3, 32), rng.randn(1, 4, 32)
+    return training_step(dict(d_model=32, num_heads=4), [(q, kv, kv)], inputs_need_grad=False)

@@ -60,10 +60,10 @@ def longer_after_short(rng):
     return Case(steps=[Call(rng.randn(1, 10, 8), rng.randn(1, 10, 8)), Call(rng.randn(1, 600, 8), rng.randn(1, 600, 8))])
 
 
-@case(targets="a very long sequence (4099 tokens, past the 2048 or 4096 positions a cached table is often built for): "
-              "every position has its own angles")
+@case(targets="a very long sequence (16385 tokens, past the 2048, 4096, 8192 or 16384 positions a cached table is often "
+              "built for): every position has its own angles")
 def very_long_sequence(rng):
-    return Case(steps=[Call(rng.randn(1, 4099, 4), rng.randn(1, 4099, 4))])
+    return Case(steps=[Call(rng.randn(1, 16385, 4), rng.randn(1, 16385, 4))])
 
 
 @case(targets="a single token is at position 0: unchanged")

@@ -123,6 +123,15 @@ def mask_fewer_dims(rng):
                        Call(Q2, K2, V2, _mask(rng, 5, 6))])
 
 
+@case(targets="a 1-D (Lk,) mask on 4-D inputs, then a (B, Lq, 1) mask (one entry per query) with 100 keys: a mask "
+              "broadcasts along every dim it lacks or has of size 1, the keys' included (slice a mask along a dim only "
+              "where it has that dim)")
+def masks_of_one_dim(rng):
+    Q, K, V = rng.randn(2, 2, 20, 8), rng.randn(2, 2, 70, 8), rng.randn(2, 2, 70, 8)
+    Q2, K2, V2 = rng.randn(2, 20, 8), rng.randn(2, 100, 8), rng.randn(2, 100, 8)
+    return Case(steps=[Call(Q, K, V, _mask(rng, 70)), Call(Q2, K2, V2, torch.ones(2, 20, 1, dtype=torch.bool))])
+
+
 @case(targets="masks with several leading dims, some of size 1: (B, 1, Lq, Lk) and (1, H, 1, Lk) on 5-D inputs")
 def mask_leading_dims(rng):
     Q, K, V = rng.randn(2, 3, 2, 4, 8), rng.randn(2, 3, 2, 5, 8), rng.randn(2, 3, 2, 5, 6)

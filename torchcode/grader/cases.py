@@ -310,7 +310,8 @@ TRAINING_MEAN = ("in training mode (a new nn.Module starts in it; model.train() 
                  "it, keeps each output's expectation: scale what it keeps by 1 / (1 - p))")
 
 
-def training_step(init: dict, calls: list[tuple], copies: int = 1024, out: tuple[int, ...] = ()) -> Case:
+def training_step(init: dict, calls: list[tuple], copies: int = 1024, out: tuple[int, ...] = (),
+                  inputs_need_grad: bool = True) -> Case:
     """A training step on a module (a new nn.Module starts in training mode, and a model trains in it), for a
     problem whose contract has no dropout, where a layer may add one that is off in eval mode: each call's batch-1
     arguments in ``calls`` are repeated ``copies`` times along the batch and run in training mode, backward too, then
@@ -318,14 +319,16 @@ def training_step(init: dict, calls: list[tuple], copies: int = 1024, out: tuple
     ungraded; their mean must be eval mode's (``keeps_mean``); the gradients are judged in expectation
     (``compare_grads=False``); the rest (a returned cache) and the eval run exactly. ``Prev(i, ...)`` in a call names
     call ``i`` of the same run. A layer whose training path differs (no cache returned, an in-place dropout that
-    breaks backward) fails here: cases run in eval mode otherwise."""
+    breaks backward) fails here: cases run in eval mode otherwise. ``inputs_need_grad=False``: the tensors are
+    handed as ``Const`` (a trainable layer on a frozen embedding): only the weights get gradients, and they must."""
     n = len(calls)
 
     def batch(v, shift: int, many: int):
         if isinstance(v, Prev):
             return Prev(v.step + shift, *v.path, view=v.view)
         if isinstance(v, torch.Tensor):
-            return v.expand(many, *v.shape[1:]).clone()
+            copies = v.expand(many, *v.shape[1:]).clone()
+            return copies if inputs_need_grad else Const(copies)
         return v
 
     everything = torch.ones(1, 1, 1, dtype=torch.bool)  # random values: judged by their mean alone

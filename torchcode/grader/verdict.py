@@ -562,7 +562,9 @@ def _grads_in_expectation(p: Prepared, in_grads: dict, p_grads: dict) -> str:
                     "by 1 / (1 - p) in both (F.dropout or nn.Dropout on the attention weights; a hand-written backward "
                     "that forgets the scale, or one that drops the gradient, is off), and every path from the inputs to the output must stay connected to "
                     "autograd (no .detach(), .data or torch.no_grad() on the way; a cache detached where a later call "
-                    "reads it cuts the gradient that reaches an earlier call's input through it)")
+                    "reads it cuts the gradient that reaches an earlier call's input through it; "
+                    "torch.utils.checkpoint(use_reentrant=True) builds no graph when no input needs a gradient: pass "
+                    "use_reentrant=False)")
     return ""
 
 

@@ -11,7 +11,7 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     d = Q.size(-1)
     scores = Q @ K.transpose(-2, -1) / math.sqrt(d)
     if mask is not None:
-        if mask.size(-2) == 1:  # key padding mask: the usual extended attention mask
+        if mask.dim() == 1 or mask.size(-2) == 1:  # key padding mask: the usual extended attention mask
             scores = scores + (1.0 - mask.to(scores.dtype)) * -10000.0
         else:
             scores = scores.masked_fill(~mask, float("-inf"))

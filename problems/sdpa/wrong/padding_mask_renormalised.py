@@ -10,7 +10,7 @@ import torch
 def scaled_dot_product_attention(Q, K, V, mask=None):
     d = Q.size(-1)
     scores = Q @ K.transpose(-2, -1) / math.sqrt(d)
-    if mask is not None and mask.size(-2) == 1:  # padding: drop the padded keys' weights, renormalise
+    if mask is not None and (mask.dim() == 1 or mask.size(-2) == 1):  # padding: drop the padded keys' weights, renormalise
         w = torch.softmax(scores, dim=-1) * mask
         return (w / w.sum(-1, keepdim=True)) @ V
     if mask is not None:

@@ -11,7 +11,7 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
         sl = slice(c * C, (c + 1) * C)
         s = Q[..., sl, :] @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
         if mask is not None:
-            m = mask if mask.shape[-2] == 1 else mask[..., sl, :]
+            m = mask if mask.dim() == 1 or mask.shape[-2] == 1 else mask[..., sl, :]
             s = s.masked_fill(~m, float('-inf'))
         out[..., sl, :] = torch.softmax(s.float(), -1).to(Q.dtype) @ V
     return out
