@@ -48,6 +48,23 @@ def test_twenty_concurrent_writers_lose_nothing(torchcode_home):
     assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
+def test_a_store_told_locked_at_once_while_it_opens_waits_and_records(torchcode_home, monkeypatch):
+    """SQLite answers "database is locked" at once, whatever its busy timeout, where waiting could deadlock: one of
+    the twenty writers above, opening a new store with the others, was told so on CI, and its records were lost.
+    Opening is tried again, up to the busy timeout."""
+    real, told = Store._open, []
+
+    def locked_at_first(self):
+        if len(told) < 3:
+            told.append(self.path)
+            raise sqlite3.OperationalError("database is locked")
+        return real(self)
+
+    monkeypatch.setattr(Store, "_open", locked_at_first)
+    _attempt(Store())
+    assert len(told) == 3 and [r["problem"] for r in Store().attempts()] == ["sdpa"]
+
+
 def test_sigkill_mid_writes_leaves_a_usable_store(torchcode_home):
     p = subprocess.Popen([sys.executable, "-c", WRITER, "killed", "100000"])
     import time

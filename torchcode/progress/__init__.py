@@ -114,7 +114,7 @@ class Store:
             raise StoreError(f"cannot create the data directory {self.path.parent}: {e.strerror}. "
                              "Set TORCHCODE_HOME to a writable folder.") from None
         try:
-            self._conn = self._open()
+            self._conn = self._open_waiting()
         except sqlite3.DatabaseError as e:
             if self._is_unwritable(e) and self.path.is_file():
                 self._conn = self._open_read_only(e)
@@ -127,6 +127,19 @@ class Store:
                 raise StoreError(f"cannot open the progress store {self.path}: {e}. It must be a file torchcode can "
                                  "create and write there: fix that, or set TORCHCODE_HOME to a writable folder.") from None
         return self._conn
+
+    def _open_waiting(self) -> sqlite3.Connection:
+        """``_open``, tried again while the store is locked, for up to the busy timeout in all: SQLite gives up at
+        once, not after its busy timeout, where waiting could deadlock (CI: one of twenty processes opening a new
+        store at once was told "database is locked", its record lost)."""
+        deadline = time.monotonic() + self.busy_timeout_s
+        while True:
+            try:
+                return self._open()
+            except sqlite3.DatabaseError as e:
+                if not self._is_locked(e) or time.monotonic() >= deadline:
+                    raise
+            time.sleep(0.05)
 
     def _open(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s, isolation_level=None)
