@@ -108,6 +108,7 @@ def _zygote_loop(sock: socket.socket) -> None:
     we get SIGTERM), the workers are killed and their temporary directories removed here."""
     from torchcode.grader import guards, reflection, worker
 
+    _as_plain_python()
     guards.warm()  # every worker inherits the lookup tables its guards need
     reflection.install()  # and the wrappers that refuse reflection once a worker arms them
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the trusted process handles Ctrl-C
@@ -165,6 +166,25 @@ def _zygote_loop(sock: socket.socket) -> None:
                     except OSError:
                         pass
         os._exit(0)
+
+
+def _as_plain_python() -> None:
+    """This process's name and command line as an interactive `python` shows them, in /proc/self/comm and cmdline
+    (ps too), for every worker forked from it: `torchcode` and `torchcode check FILE --seed N` named the grader to the
+    learner's file. (The trusted process's own, its parent's, stay as they are: docs/grading.md.)"""
+    name = (os.path.basename(sys.executable) or "python").encode()
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(15, ctypes.c_char_p(name[:15]), 0, 0, 0)  # PR_SET_NAME
+        with open("/proc/self/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        start, end = int(fields[45]), int(fields[46])  # arg_start, arg_end: the process's argv strings
+        if end - start > len(name) + 1:
+            # the area's last byte not NUL: the kernel then reads the command line up to its first NUL
+            ctypes.memmove(start, (name + b"\0").ljust(end - start, b" "), end - start)
+    except (OSError, AttributeError, ValueError, IndexError):
+        pass
 
 
 def _exit_on_signal(signum, frame):

@@ -83,6 +83,7 @@ def _setup(config: dict, sock_fd: int) -> None:
     sys.stderr = open(2, "w", buffering=1, encoding="utf-8", errors="backslashreplace", closefd=False)
     sys.stdout.reconfigure(write_through=True)
     sys.stderr.reconfigure(write_through=True)
+    sys.stdout.buffer.raw.name, sys.stderr.buffer.raw.name = "<stdout>", "<stderr>"  # as Python names its own
     os.chdir(config["cwd"])
     _scratch_caches(config["cwd"])
     torch.set_num_threads(int(config.get("threads", 1)))

@@ -8,6 +8,7 @@ made by the trusted process from those reports.
 
 from __future__ import annotations
 
+import builtins
 import errno
 import importlib
 import importlib.machinery
@@ -169,14 +170,30 @@ def _module_name(path: str) -> str:
     return "submission" if found is not None else stem
 
 
+# Modules the command line interface imported (the zygote of `check` is forked from it), which a plain `python` that
+# imported torch has not: `"typer" in sys.modules` told a file it was graded
+CLI_MODULES = ("typer", "click", "rich", "shellingham", "annotated_doc", "markdown_it", "mdurl", "pygments", "sqlite3",
+               "_sqlite3")
+
+
 def _as_if_imported() -> None:
     """Leave out what would name the grader to the learner's file (each read by a submission that was right only
     when graded, docs/grading.md "What a submission can tell"): the grader's command line (`torchcode check FILE
-    --seed N`) and variables (TORCHCODE_HOME, the shell's `_`). Its file is imported as an interactive session
-    imports it."""
+    --seed N`: sys.argv, sys.orig_argv, __main__'s file), variables (TORCHCODE_HOME, the shell's `_`), modules and
+    exception hook, and its script's folder on sys.path. Its file is imported as an interactive session imports it
+    (the process's name and command line: sandbox._as_plain_python)."""
     sys.argv[:] = [""]
+    sys.orig_argv = [os.path.basename(sys.executable)]
     for var in [v for v in os.environ if v == "_" or v.startswith("TORCHCODE_")]:
         del os.environ[var]
+    for name in [n for n in sys.modules if n.partition(".")[0] in CLI_MODULES]:
+        del sys.modules[name]
+    main = types.ModuleType("__main__")
+    main.__builtins__ = builtins
+    sys.modules["__main__"] = main
+    sys.excepthook = sys.__excepthook__
+    scripts = os.path.dirname(sys.executable)  # where `torchcode` is installed, beside the interpreter
+    sys.path[:] = [p for p in sys.path if not (isinstance(p, str) and p and os.path.abspath(p) == scripts)]
 
 
 # Modules torch imports on the first use of a feature: seconds of one-time loading. Imported while
@@ -418,8 +435,9 @@ class Worker:
         reflection.refuse_reflection(Worker.serve.__code__)
         _hide_grader_modules()
         _as_if_imported()
-        module = types.ModuleType(_module_name(self.path))
-        module.__file__ = self.path
+        # __spec__, __loader__, __file__ and __cached__ as `import` sets them
+        module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(_module_name(self.path),
+                                                                                        self.path))
         sys.modules[module.__name__] = module
         sys.path[:0] = folders
         hatches.keep_tensor_methods()  # torch.Tensor's attributes as torch left them (after the preloads above)
