@@ -122,10 +122,10 @@ def very_long_sequence(rng):
                 time_factor=4)  # 4099 tokens: a correct loop over small tiles is many ops, each paying the guards
 
 
-@case(targets="gradients on a long sequence (1100 tokens): a path taken only for long inputs (chunks, buffers, an "
-              "in-place softmax) must support backward too", dtypes=("float32",))
+@case(targets="gradients on a long sequence (2100 tokens, past 2048): a path taken only for long inputs (chunks, "
+              "buffers, an in-place softmax) must support backward too", dtypes=("float32",))
 def long_sequence_gradients(rng):
-    return Case(steps=[Call(*(rng.randn(1, 1100, 8) for _ in range(3)))], time_factor=2)
+    return Case(steps=[Call(*(rng.randn(1, 2100, 8) for _ in range(3)))], time_factor=2)
 
 
 @case(targets="one set of buffers reused by the caller: the same Q, K, V objects, refilled in place with new values, "

@@ -266,3 +266,11 @@ def input_needs_no_grad(rng):
 def training(rng):
     x = rng.randn(1, 6, 32)
     return training_step(dict(d_model=32, num_heads=4), [(x[:, :4],), (x[:, 4:], Prev(0, 1))], out=(0,))
+
+
+@case(targets="the same training step on inputs that need no gradient (a layer on frozen embeddings): the weights "
+              "still get theirs (torch.utils.checkpoint's use_reentrant=True builds no graph then: use_reentrant=False)")
+def training_inputs_need_no_grad(rng):
+    x = rng.randn(1, 6, 32)
+    return training_step(dict(d_model=32, num_heads=4), [(x[:, :4],), (x[:, 4:], Prev(0, 1))], out=(0,),
+                         inputs_need_grad=False)

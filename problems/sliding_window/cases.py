@@ -131,10 +131,10 @@ def very_long_sequence(rng):
                 time_factor=4)  # 4099 tokens: a correct loop over small tiles is many ops, each paying the guards
 
 
-@case(targets="gradients on a long sequence (1100 tokens, window 40): a path taken only for long inputs (chunks, "
-              "buffers, `out=` products, an in-place softmax) must support backward too", dtypes=("float32",))
+@case(targets="gradients on a long sequence (2100 tokens, past 2048; window 40): a path taken only for long inputs "
+              "(chunks, buffers, `out=` products, an in-place softmax) must support backward too", dtypes=("float32",))
 def long_sequence_gradients(rng):
-    return Case(steps=[Call(*qkv(rng, 1, 1100, 8), 40)], time_factor=2)
+    return Case(steps=[Call(*qkv(rng, 1, 2100, 8), 40)], time_factor=2)
 
 
 @case(targets="a query whose in-window scores are all near -100000, below float16's range: out-of-window scores "
