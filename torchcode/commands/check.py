@@ -18,7 +18,7 @@ from torchcode.commands import interrupts
 from torchcode.commands.common import (catalog, check_limits, display_path, resolve_target, store, wanted_dtypes,
                                       warn_store)
 from torchcode.errors import StoreError, UsageError
-from torchcode.grader.tree import SCRATCH, remove_tree
+from torchcode.grader.tree import CHECK_FOLDER, SCRATCH, remove_tree
 from torchcode.progress import SEED_MAX, SEED_MIN
 from torchcode.progress.record import record_report
 from torchcode.render import console, err_console, progress_line
@@ -87,9 +87,11 @@ def _private_tempdir():
         with interrupts.deferred():
             root = tempfile.mkdtemp(prefix=SCRATCH)
             tempfile.tempdir = root
+            CHECK_FOLDER[:] = [root]
         yield
     finally:
         with interrupts.deferred():
             tempfile.tempdir = old
+            CHECK_FOLDER.clear()
             if root:
                 remove_tree(root)

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 
 from torchcode.grader import protocol
-from torchcode.grader.tree import SCRATCH, remove_tree
+from torchcode.grader.tree import CHECK_FOLDER, SCRATCH, remove_tree
 
 _LEN = struct.Struct("!I")
 
@@ -160,7 +160,7 @@ def _zygote_loop(sock: socket.socket) -> None:
             if tmp and os.path.basename(tmp).startswith(SCRATCH):
                 remove_tree(tmp)  # the trusted process died before it could
                 parent = os.path.dirname(tmp)
-                if os.path.basename(parent).startswith(SCRATCH):  # `check`'s own folder, now empty
+                if parent in CHECK_FOLDER:  # `check`'s own folder, now empty
                     try:
                         os.rmdir(parent)
                     except OSError:

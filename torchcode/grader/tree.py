@@ -8,6 +8,9 @@ import os
 # class's files are unpacked to): tempfile's own, so that no path names the grader (docs/grading.md, "What a
 # submission can tell")
 SCRATCH = "tmp"
+# `check`'s own temporary folder, set before its zygote is forked (which inherits it): the zygote removes it, once
+# empty, where `check` died before it could. (By name it cannot be told from any other: a TMPDIR named tmp... .)
+CHECK_FOLDER: list[str] = []
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
 
