@@ -13,15 +13,18 @@ SOLUTION = (ROOT / "solutions" / "sdpa.py").read_text()
 def test_files_saved_by_other_editors_are_read_as_python_reads_them(cli, workdir):
     """A UTF-8 BOM with CRLF line ends and tabs (Windows editors) is valid Python: it was a syntax error. A file in
     another encoding is read as its `coding:` line says; without one it is a syntax error that says what to do
-    (it was a runtime error quoting a codec)."""
+    (it was a runtime error quoting a codec). A name that is not `.py` is read as Python all the same (the worker,
+    importing it as `import` would, once failed to start on one)."""
     (workdir / "windows.py").write_bytes(b"\xef\xbb\xbf" + SOLUTION.replace("    ", "\t").replace("\n", "\r\n").encode())
     latin = "# -*- coding: latin-1 -*-\n# r\xe9f\xe9rence\n" + SOLUTION
     (workdir / "declared.py").write_bytes(latin.encode("latin-1"))
     (workdir / "latin.py").write_bytes(latin.split("\n", 1)[1].encode("latin-1"))
     (workdir / "powershell.py").write_bytes(SOLUTION.encode("utf-16"))
-    windows, declared, undeclared, utf16 = at_once(
+    (workdir / "saved as.txt").write_text(SOLUTION)
+    windows, declared, undeclared, utf16, txt = at_once(
         *[lambda f=f: cli("check", f, "--problem", "sdpa", "--device", "cpu") for f in
-          ("windows.py", "declared.py", "latin.py", "powershell.py")])
+          ("windows.py", "declared.py", "latin.py", "powershell.py", "saved as.txt")])
+    assert txt.code == 0 and "Accepted" in txt.out, txt.text
     assert windows.code == 0 and "Accepted" in windows.out, windows.text
     assert declared.code == 0 and "Accepted" in declared.out, declared.text
     assert undeclared.code == 1 and "Syntax error" in undeclared.out, undeclared.text

@@ -170,6 +170,14 @@ def _module_name(path: str) -> str:
     return "submission" if found is not None else stem
 
 
+def _module_for(path: str) -> types.ModuleType:
+    """The learner's module, not yet run: __name__, __spec__, __loader__, __file__ and __cached__ as `import` sets
+    them (a file of any name: `check notes.txt` too)."""
+    name = _module_name(path)
+    return importlib.util.module_from_spec(importlib.util.spec_from_file_location(
+        name, path, loader=importlib.machinery.SourceFileLoader(name, path)))
+
+
 # Modules the command line interface imported (the zygote of `check` is forked from it), which a plain `python` that
 # imported torch has not: `"typer" in sys.modules` told a file it was graded
 CLI_MODULES = ("typer", "click", "rich", "shellingham", "annotated_doc", "markdown_it", "mdurl", "pygments", "sqlite3",
@@ -435,9 +443,7 @@ class Worker:
         reflection.refuse_reflection(Worker.serve.__code__)
         _hide_grader_modules()
         _as_if_imported()
-        # __spec__, __loader__, __file__ and __cached__ as `import` sets them
-        module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(_module_name(self.path),
-                                                                                        self.path))
+        module = _module_for(self.path)
         sys.modules[module.__name__] = module
         sys.path[:0] = folders
         hatches.keep_tensor_methods()  # torch.Tensor's attributes as torch left them (after the preloads above)
