@@ -178,10 +178,11 @@ def _module_for(path: str) -> types.ModuleType:
         name, path, loader=importlib.machinery.SourceFileLoader(name, path)))
 
 
-# Modules the command line interface imported (the zygote of `check` is forked from it), which a plain `python` that
-# imported torch has not: `"typer" in sys.modules` told a file it was graded
+# Modules the command line interface imported (the zygote of `check` is forked from it), with those they imported,
+# which a plain `python` that imported torch has not: `"typer" in sys.modules` told a file it was graded, and so did
+# `"colorsys" in sys.modules` (rich's). Top-level names; `_sysconfigdata` a prefix.
 CLI_MODULES = ("typer", "click", "rich", "shellingham", "annotated_doc", "markdown_it", "mdurl", "pygments", "sqlite3",
-               "_sqlite3")
+               "_sqlite3", "colorsys", "hmac", "secrets", "shlex", "resource", "sysconfig", "_sysconfigdata")
 
 
 def _as_if_imported() -> None:
@@ -194,10 +195,10 @@ def _as_if_imported() -> None:
     sys.orig_argv = [os.path.basename(sys.executable)]
     for var in [v for v in os.environ if v == "_" or v.startswith("TORCHCODE_")]:
         del os.environ[var]
-    for name in [n for n in sys.modules if n.partition(".")[0] in CLI_MODULES]:
+    for name in [n for n in sys.modules if n.partition(".")[0] in CLI_MODULES or n.startswith("_sysconfigdata")]:
         del sys.modules[name]
-    main = types.ModuleType("__main__")
-    main.__builtins__ = builtins
+    main = types.ModuleType("__main__")  # an interactive session's
+    main.__builtins__, main.__loader__, main.__annotations__ = builtins, importlib.machinery.BuiltinImporter, {}
     sys.modules["__main__"] = main
     sys.excepthook = sys.__excepthook__
     scripts = os.path.dirname(sys.executable)  # where `torchcode` is installed, beside the interpreter
