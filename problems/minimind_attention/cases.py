@@ -713,14 +713,14 @@ TRAINING_STEP = ("in training mode with dropout 0.5, the mean of many draws of a
                  "causal offset and the padding of attention_mask, exactly as eval does, dropout aside")
 
 
-def _training_step_with_dropout(rng, flash, inputs_need_grad=True):
+def _training_step_with_dropout(rng, flash):
     """2048 copies of one prompt, then a new token on its past_key_value that is told the prompt's last token is
     padding, in training mode with dropout 0.5, backward run (a training step: its gradients are random, so compared
     summed over the copies, which share one output gradient). With q_proj = 0 every query weighs
     its visible keys equally and with v_proj = o_proj = I the new token's eval output is the mean of x over the real
     keys and itself; the copies' mean must be that (relative error ~0.04 for a correct kernel, at most 0.06 over 25
     seeds in each dtype and path; attending to the padded key gives ~0.45, a causal mask without the cache offset
-    more than 1). ``inputs_need_grad=False``: the hidden states are handed as Const (a layer on frozen embeddings)."""
+    more than 1)."""
     N, S, H = 2048, 4, 32
     cos, sin = rope_tables(S + 1, H // 4)
     seq, new = rng.randn(1, S, H), rng.randn(1, 1, H)
@@ -735,9 +735,8 @@ def _training_step_with_dropout(rng, flash, inputs_need_grad=True):
 
     everything = torch.ones(1, 1, 1, dtype=torch.bool)  # random values: judged by their mean alone
     one = Fn(lambda a: torch.ones((), dtype=a.dtype), Out(1, 0))
-    copies = (lambda t: t) if inputs_need_grad else Const
-    steps = [Call(copies(seq.expand(N, S, H).clone()), pe(cos, sin, 0, S), use_cache=True).ungraded(everything, 0),
-             Call(copies(new.expand(N, 1, H).clone()), pe(cos, sin, S, S + 1), past_key_value=Prev(0, 1), use_cache=True,
+    steps = [Call(seq.expand(N, S, H).clone(), pe(cos, sin, 0, S), use_cache=True).ungraded(everything, 0),
+             Call(new.expand(N, 1, H).clone(), pe(cos, sin, S, S + 1), past_key_value=Prev(0, 1), use_cache=True,
                   attention_mask=mask.expand(N, S + 1).clone()).ungraded(everything, 0)]
     return Case(init=dict(config=config(hidden=H, heads=4, kv=4, flash=flash, dropout=0.5)), train=True,
                 compare_grads=False, steps=steps, checks=[Same(Fn(eval_like, Out(1, 0)), one, TRAINING_STEP)],
@@ -756,13 +755,6 @@ def training_step_with_dropout(rng):
               "offset, never a causal shortcut that drops them in training")
 def training_step_with_dropout_flash(rng):
     return _training_step_with_dropout(rng, flash=True)
-
-
-@case(targets="the same training step on hidden states that need no gradient (a layer on frozen embeddings): the "
-              "weights still get theirs (torch.utils.checkpoint's use_reentrant=True builds no graph then: "
-              "use_reentrant=False)")
-def training_step_inputs_need_no_grad(rng):
-    return _training_step_with_dropout(rng, flash=False, inputs_need_grad=False)
 
 
 @case(targets="a plain training forward (no cache, no mask, dropout 0) on hidden states that need no gradient: outputs "
